@@ -1,0 +1,5 @@
+//go:build !purego
+
+package prefetch
+
+const puregoTag = false
