@@ -1,0 +1,5 @@
+//go:build race
+
+package bufring
+
+const raceEnabled = true
