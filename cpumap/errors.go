@@ -1,0 +1,85 @@
+package cpumap
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error this package returns matches one of them with
+// errors.Is; typed errors below carry the detail.
+var (
+	// ErrQueueCount: a device asked for no RX or no TX queues, or more than
+	// MaxQueues. iflib always has at least one of each (isc_nrxqsets,
+	// isc_ntxqsets >= 1).
+	ErrQueueCount = errors.New("cpumap: queue count out of range")
+	// ErrEmptyCPUSet: a CPU set with no member where one is needed
+	// (cpuid_advance asserts !CPU_EMPTY(&ctx->ifc_cpus)).
+	ErrEmptyCPUSet = errors.New("cpumap: empty CPU set")
+	// ErrCPUNotInTopology: a CPU set names a CPU the topology does not have
+	// online.
+	ErrCPUNotInTopology = errors.New("cpumap: CPU not in topology")
+	// ErrCoreOffset: a core_offset that no CPU can correspond to. See
+	// OffsetError.
+	ErrCoreOffset = errors.New("cpumap: core offset out of range")
+	// ErrMalformedSysfs: a sysfs file is missing or cannot be parsed. See
+	// SysfsError.
+	ErrMalformedSysfs = errors.New("cpumap: malformed sysfs")
+	// ErrBadCPUList: text that is not a Linux CPU list ("0-3,8,10-11").
+	ErrBadCPUList = errors.New("cpumap: malformed CPU list")
+	// ErrBadSynthetic: a SyntheticConfig that describes no machine.
+	ErrBadSynthetic = errors.New("cpumap: bad synthetic topology")
+	// ErrCPURange: a CPU number below 0 or not below MaxCPUs.
+	ErrCPURange = errors.New("cpumap: CPU number out of range")
+	// ErrCPUNotOnline: the kernel refused a CPU as not online or not allowed
+	// for this process (sched_setaffinity EINVAL).
+	ErrCPUNotOnline = errors.New("cpumap: CPU not online or not allowed")
+	// ErrPinNotPermitted: the kernel refused to change the affinity
+	// (sched_setaffinity EPERM, e.g. a seccomp or cgroup policy).
+	ErrPinNotPermitted = errors.New("cpumap: changing CPU affinity not permitted")
+	// ErrPinUnsupported: this operating system has no thread affinity call
+	// that this package uses.
+	ErrPinUnsupported = errors.New("cpumap: thread pinning not supported on this OS")
+)
+
+// OffsetError reports a rejected core_offset (dev.X.Y.iflib.core_offset).
+type OffsetError struct {
+	Offset int // the requested core_offset
+	Max    int // the largest accepted value
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("cpumap: core offset %d out of range [0, %d]", e.Offset, e.Max)
+}
+
+// Is makes errors.Is(err, ErrCoreOffset) true.
+func (e *OffsetError) Is(target error) bool { return target == ErrCoreOffset }
+
+// SysfsError reports a sysfs file that is missing or malformed.
+type SysfsError struct {
+	Path string // path inside the fs.FS, e.g. "cpu3/topology/core_id"
+	Err  error  // the underlying cause (fs.ErrNotExist, ErrBadCPUList, a strconv error …)
+}
+
+func (e *SysfsError) Error() string {
+	return fmt.Sprintf("cpumap: sysfs %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SysfsError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrMalformedSysfs) true.
+func (e *SysfsError) Is(target error) bool { return target == ErrMalformedSysfs }
+
+// PinError reports a failed PinCurrentThread or unpin.
+type PinError struct {
+	CPU int
+	Op  string // "sched_getaffinity" or "sched_setaffinity"
+	Err error  // a sentinel of this package, wrapping the errno where there is one
+}
+
+func (e *PinError) Error() string {
+	return fmt.Sprintf("cpumap: pin to CPU %d: %s: %v", e.CPU, e.Op, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *PinError) Unwrap() error { return e.Err }
