@@ -1,0 +1,160 @@
+package mpring
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestNewRejects(t *testing.T) {
+	drain := func(*Ring[int], int, int) int { return 0 }
+	can := func(*Ring[int]) bool { return false }
+	for _, size := range []int{-1, 0, 1, MaxSize + 1} {
+		r, err := New(size, drain, can)
+		var ce *ConfigError
+		if r != nil || !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Param != "size" || ce.Value != size {
+			t.Errorf("New(%d) = %v, %v; want nil and a size ConfigError", size, r, err)
+		}
+	}
+	for _, size := range []int{MinSize, 3, 2048, MaxSize} {
+		if r, err := New(size, drain, can); err != nil || r.Size() != size {
+			t.Errorf("New(%d): %v", size, err)
+		}
+	}
+	if _, err := New(8, nil, can); !errors.Is(err, ErrInvalid) || err.(*ConfigError).Param != "drain" {
+		t.Errorf("nil drain: %v", err)
+	}
+	if _, err := New[int](8, drain, nil); !errors.Is(err, ErrInvalid) || err.(*ConfigError).Param != "canDrain" {
+		t.Errorf("nil canDrain: %v", err)
+	}
+	if msg := (&ConfigError{Param: "size", Value: 1}).Error(); msg == "" {
+		t.Error("empty message")
+	}
+}
+
+func TestEmptyEnqueueChangesNothing(t *testing.T) {
+	s := &scripted{rest: all}
+	r := newScripted(t, 8, s)
+	for _, items := range [][]int{nil, {}} {
+		for _, abdicate := range []bool{false, true} {
+			if err := r.Enqueue(items, 32, abdicate); !errors.Is(err, ErrNoItems) {
+				t.Fatalf("Enqueue(%v): %v, want ErrNoItems", items, err)
+			}
+		}
+	}
+	wantStats(t, r, Stats{})
+	wantState(t, r, State{})
+	if s.calls != 0 {
+		t.Fatalf("drain called %d times", s.calls)
+	}
+}
+
+func TestBudgetZero(t *testing.T) {
+	// Budget 0 (qflush, the full-ring restart) publishes after every call;
+	// as with any budget, it abdicates only when a producer is
+	// mid-reservation, so a lone producer drains everything.
+	s := &scripted{rest: 1}
+	r := newScripted(t, 8, s)
+	mustEnqueue(t, r, []int{1, 2, 3}, 0, false)
+	wantGot(t, s, 1, 2, 3)
+	wantStats(t, r, Stats{Enqueues: 3, Starts: 1})
+	if want := []uint16{0, 1, 2}; len(s.published) != 3 || s.published[1] != want[1] || s.published[2] != want[2] {
+		t.Fatalf("published cidx seen %v, want %v", s.published, want)
+	}
+	// A negative budget behaves like 0, as total >= budget does in C.
+	s.published = s.published[:0]
+	mustEnqueue(t, r, []int{4, 5}, -7, false)
+	if want := []uint16{3, 4}; s.published[0] != want[0] || s.published[1] != want[1] {
+		t.Fatalf("published cidx seen %v, want %v", s.published, want)
+	}
+}
+
+func TestCapacityIsSizeMinusTwo(t *testing.T) {
+	for _, size := range []int{2, 3, 8, MaxSize} {
+		s := &scripted{rest: 0}
+		r := newScripted(t, size, s)
+		if err := r.Enqueue(make([]int, size-1), 32, true); !errors.Is(err, ErrFull) {
+			t.Fatalf("size %d: %d items: %v, want ErrFull", size, size-1, err)
+		}
+		if size > 2 {
+			mustEnqueue(t, r, make([]int, size-2), 32, true)
+		}
+		if err := r.EnqueueOne(0, 32, true); !errors.Is(err, ErrFull) {
+			t.Fatalf("size %d: one more: %v, want ErrFull", size, err)
+		}
+		wantStats(t, r, Stats{Enqueues: uint64(size - 2), Drops: uint64(size)})
+	}
+}
+
+func TestDrainReturnOutOfRange(t *testing.T) {
+	var ret int
+	calls := 0
+	r, err := New(8, func(*Ring[int], int, int) int { calls++; return ret },
+		func(*Ring[int]) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More than offered counts as everything offered.
+	ret = 1000
+	mustEnqueue(t, r, []int{1, 2, 3}, 32, false)
+	wantState(t, r, State{3, 3, 3, Idle})
+	// Negative counts as a stall.
+	ret = -5
+	mustEnqueue(t, r, []int{4}, 32, false)
+	wantState(t, r, State{4, 4, 3, Stalled})
+	wantStats(t, r, Stats{Enqueues: 4, Starts: 2, Stalls: 1})
+	ret = 1
+	r.CheckDrainage(32)
+	wantState(t, r, State{4, 4, 4, Idle})
+	if calls != 3 {
+		t.Fatalf("calls %d, want 3", calls)
+	}
+}
+
+func TestAtAndSlotOutOfRange(t *testing.T) {
+	r, err := New(4, func(*Ring[*int], int, int) int { return 1 }, func(*Ring[*int]) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{-1, 4, 1 << 40} {
+		if r.At(i) != nil || r.Slot(i) != nil {
+			t.Errorf("At/Slot(%d) not nil", i)
+		}
+	}
+	if r.Slot(3) == nil {
+		t.Error("Slot(3) is nil")
+	}
+}
+
+func TestResetStats(t *testing.T) {
+	s := &scripted{steps: []int{0}, rest: all, can: true}
+	r := newScripted(t, 4, s)
+	mustEnqueue(t, r, []int{1, 2}, 32, false)
+	_ = r.EnqueueOne(3, 32, true)
+	r.CheckDrainage(32)
+	if r.Stats() == (Stats{}) {
+		t.Fatal("no counters to reset")
+	}
+	r.ResetStats()
+	wantStats(t, r, Stats{})
+}
+
+func TestEnqueueAllocatesNothing(t *testing.T) {
+	r, err := New(2048, func(r *Ring[*int], cidx, pidx int) int { return min(r.IdxDiff(pidx, cidx), 32) },
+		func(*Ring[*int]) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := new(int)
+	if n := testing.AllocsPerRun(1000, func() { _ = r.EnqueueOne(v, 32, false) }); n != 0 {
+		t.Errorf("EnqueueOne: %v allocs/op", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { _ = r.Enqueue([]*int{v, v}, 32, false) }); n != 0 {
+		t.Errorf("Enqueue of a stack slice: %v allocs/op", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		_ = r.EnqueueOne(v, 32, true)
+		r.CheckDrainage(32)
+	}); n != 0 {
+		t.Errorf("abdicate + CheckDrainage: %v allocs/op", n)
+	}
+}

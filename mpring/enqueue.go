@@ -1,0 +1,129 @@
+package mpring
+
+import "runtime"
+
+// spinLimit = 64 loads of the state word before a waiting producer yields.
+// An earlier producer that is running publishes within a few hundred
+// nanoseconds (one CAS plus copying its items), which 64 loads of a
+// contended cache line roughly cover; beyond that it is more likely
+// descheduled, and only yielding lets it run when GOMAXPROCS is small.
+// FreeBSD spins without bound (cpu_spinwait) because the producer it waits
+// for cannot be preempted.
+const spinLimit = 64
+
+// Enqueue is ifmp_ring_enqueue(r, items, n, budget, abdicate): it adds the
+// items in order, as one contiguous run, or none of them.
+//
+// Without abdicate, a producer that finds no BUSY consumer becomes the
+// consumer and runs the drain callback on this goroutine before returning;
+// budget is how many items it should drain before it may abdicate (iflib
+// passes 32, TX_BATCH_SIZE). The budget is honoured only while another
+// producer is mid-reservation; otherwise the consumer keeps draining as long
+// as published work keeps appearing. A budget ≤ 0 publishes after every drain
+// call (FreeBSD passes 0 from qflush and from the full-ring restart).
+// With abdicate (iflib's tx_abdicate), it never drains: it marks an IDLE
+// ring ABDICATED and the caller must arrange a CheckDrainage.
+//
+// Errors: ErrNoItems for an empty slice; ErrFull when len(items) is not less
+// than the space available, in which case all of them are counted as drops,
+// a STALLED ring is offered a restart (CheckDrainage(0)), and the caller
+// keeps ownership of the items. On success the ring owns copies of the items
+// until the drain callback consumes them. items is not retained, so a
+// caller-owned or stack slice may be reused at once.
+func (r *Ring[T]) Enqueue(items []T, budget int, abdicate bool) error {
+	n := len(items)
+	if n == 0 {
+		return ErrNoItems
+	}
+	start, stop, ok := r.reserve(n)
+	if !ok {
+		return ErrFull
+	}
+	r.waitTurn(start)
+	if first := r.size - start; n <= first {
+		copy(r.items[start:], items)
+	} else {
+		copy(r.items[start:], items[:first])
+		copy(r.items, items[first:])
+	}
+	r.publish(stop, n, budget, abdicate)
+	return nil
+}
+
+// EnqueueOne is Enqueue of the single item, as iflib_if_transmit calls
+// ifmp_ring_enqueue with n = 1, without building a slice.
+func (r *Ring[T]) EnqueueOne(item T, budget int, abdicate bool) error {
+	start, stop, ok := r.reserve(1)
+	if !ok {
+		return ErrFull
+	}
+	r.waitTurn(start)
+	r.items[start] = item
+	r.publish(stop, 1, budget, abdicate)
+	return nil
+}
+
+// reserve is step 1 of ifmp_ring_enqueue: move pidx_head forward by n. The
+// CAS replaces atomic_fcmpset_64 (relaxed in FreeBSD). It counts the drops
+// and reports !ok when there is no room.
+func (r *Ring[T]) reserve(n int) (start, stop int, ok bool) {
+	os := word(r.state.Load())
+	for {
+		if n >= spaceAvailable(r.size, os) {
+			r.drops.Add(uint64(n))
+			// FreeBSD asserts os.flags != IDLE here; a ring whose
+			// producers hold every free slot mid-reservation can be
+			// IDLE, and that simply fails like any full ring.
+			if os.flags() == Stalled {
+				r.CheckDrainage(0)
+			}
+			return 0, 0, false
+		}
+		ns := os.withPidxHead(incrementIdx(r.size, os.pidxHead(), n))
+		if r.state.CompareAndSwap(uint64(os), uint64(ns)) {
+			if r.testHookReserved != nil {
+				r.testHookReserved()
+			}
+			return os.pidxHead(), ns.pidxHead(), true
+		}
+		os = word(r.state.Load())
+	}
+}
+
+// waitTurn is step 2 of ifmp_ring_enqueue: wait until every earlier
+// reservation has been published (pidx_tail == start). Bounded spins on an
+// atomic load, then runtime.Gosched, since the producer being waited for may
+// have been preempted (see the package doc).
+func (r *Ring[T]) waitTurn(start int) {
+	for spins := 0; word(r.state.Load()).pidxTail() != start; spins++ {
+		if spins == spinLimit {
+			runtime.Gosched()
+			spins = 0
+		}
+	}
+}
+
+// publish is steps 4 and 5 of ifmp_ring_enqueue: move pidx_tail to stop,
+// set the flags, and become the consumer if none is BUSY and !abdicate. The
+// CAS replaces atomic_fcmpset_rel_64: it releases the slot writes to the
+// consumer that observes the new pidx_tail.
+func (r *Ring[T]) publish(stop, n, budget int, abdicate bool) {
+	os := word(r.state.Load())
+	var ns word
+	for {
+		ns = os.withPidxTail(stop)
+		if !abdicate {
+			ns = ns.withFlags(Busy)
+		} else if os.flags() == Idle {
+			ns = ns.withFlags(Abdicated)
+		}
+		if r.state.CompareAndSwap(uint64(os), uint64(ns)) {
+			break
+		}
+		os = word(r.state.Load())
+	}
+	r.enqueues.Add(uint64(n))
+	if !abdicate && os.flags() != Busy {
+		r.drainLockless(ns, os.flags(), budget)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package mpring
+
+const raceEnabled = true
