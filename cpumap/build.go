@@ -14,6 +14,7 @@ type rawCPU struct {
 	siblings CPUSet // thread_siblings_list; empty if unknown
 	l2       CPUSet // shared_cpu_list of its L2; empty if unknown
 	l3       CPUSet // shared_cpu_list of its L3; empty if unknown
+	sibFile  string // the file siblings came from, for errors
 }
 
 // layoutError says which CPU's description contradicts the others, and in
@@ -65,7 +66,7 @@ func newTopology(raws []rawCPU, lineSize int, source string) (*Topology, error) 
 		t.pos[r.id] = i
 	}
 	var err error
-	if t.smtKnown, err = checkGroups(raws, t.online, fileSiblings, func(r *rawCPU) *CPUSet { return &r.siblings }); err != nil {
+	if t.smtKnown, err = checkGroups(raws, t.online, "", func(r *rawCPU) *CPUSet { return &r.siblings }); err != nil {
 		return nil, err
 	}
 	if t.l2Known, err = checkGroups(raws, t.online, fileL2, func(r *rawCPU) *CPUSet { return &r.l2 }); err != nil {
@@ -129,6 +130,15 @@ func newTopology(raws []rawCPU, lineSize int, source string) (*Topology, error) 
 // and checks that the groups partition them. It reports whether the source
 // described the groups at all: all CPUs or none must.
 func checkGroups(raws []rawCPU, online CPUSet, file string, field func(*rawCPU) *CPUSet) (bool, error) {
+	name := func(r *rawCPU) string {
+		if file == "" { // siblings: core_cpus_list or thread_siblings_list
+			if r.sibFile != "" {
+				return r.sibFile
+			}
+			return fileSiblings
+		}
+		return file
+	}
 	known := 0
 	for i := range raws {
 		if !field(&raws[i]).Empty() {
@@ -142,11 +152,11 @@ func checkGroups(raws []rawCPU, online CPUSet, file string, field func(*rawCPU) 
 		r := &raws[i]
 		g := field(r)
 		if g.Empty() {
-			return false, &layoutError{r.id, file, "missing while other CPUs have it"}
+			return false, &layoutError{r.id, name(r), "missing while other CPUs have it"}
 		}
 		*g = g.And(online)
 		if !g.Has(r.id) {
-			return false, &layoutError{r.id, file, fmt.Sprintf("group %s does not contain the CPU itself", *g)}
+			return false, &layoutError{r.id, name(r), fmt.Sprintf("group %s does not contain the CPU itself", *g)}
 		}
 	}
 	byID := map[int]CPUSet{}
@@ -157,7 +167,7 @@ func checkGroups(raws []rawCPU, online CPUSet, file string, field func(*rawCPU) 
 		g := *field(&raws[i])
 		for m := g.First(); m >= 0; m = g.Next(m) {
 			if byID[m] != g {
-				return false, &layoutError{raws[i].id, file, fmt.Sprintf("group %s disagrees with cpu%d's group %s", g, m, byID[m])}
+				return false, &layoutError{raws[i].id, name(&raws[i]), fmt.Sprintf("group %s disagrees with cpu%d's group %s", g, m, byID[m])}
 			}
 		}
 	}

@@ -81,7 +81,7 @@ func readSysfsCPU(fsys fs.FS, id int) (r rawCPU, lineSize int, err error) {
 			return r, 0, err
 		}
 		if ok {
-			r.siblings = s
+			r.siblings, r.sibFile = s, name
 			break
 		}
 	}

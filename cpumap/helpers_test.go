@@ -1,0 +1,59 @@
+package cpumap
+
+import (
+	"slices"
+	"testing"
+)
+
+// synth builds a synthetic topology or fails the test.
+func synth(t testing.TB, cfg SyntheticConfig) *Topology {
+	t.Helper()
+	tp, err := Synthetic(cfg)
+	if err != nil {
+		t.Fatalf("Synthetic(%+v): %v", cfg, err)
+	}
+	return tp
+}
+
+// fourByTwo is the reference's example machine: 4 cores × 2 SMT threads.
+func fourByTwo(t testing.TB, n SiblingNumbering) *Topology {
+	return synth(t, SyntheticConfig{Packages: 1, CoresPerPackage: 4, ThreadsPerCore: 2, SiblingNumbering: n})
+}
+
+func mustPlace(t testing.TB, a *Allocator, req Request) *Placement {
+	t.Helper()
+	pl, err := a.Place(req)
+	if err != nil {
+		t.Fatalf("Place(%+v): %v", req, err)
+	}
+	return pl
+}
+
+func setPtr(cpus ...int) *CPUSet {
+	s := CPUSetOf(cpus...)
+	return &s
+}
+
+func checkCPUs(t testing.TB, what string, got, want []int) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// checkNext asserts the registry entry for set.
+func checkNext(t testing.TB, a *Allocator, set CPUSet, want int) {
+	t.Helper()
+	next, _, ok := a.Next(set)
+	if want < 0 {
+		if ok {
+			t.Errorf("registry entry for %s exists (next %d), want none", set, next)
+		}
+		return
+	}
+	if !ok || next != want {
+		t.Errorf("next_cpuid for %s = %d (entry %v), want %d", set, next, ok, want)
+	}
+}
+
+var behaviors = []Behavior{Intended, FreeBSD}
