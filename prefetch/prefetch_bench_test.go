@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/goiflib/goiflib/prefetch"
@@ -19,10 +21,14 @@ import (
 //   - Scattered: a pointer array walked in order, each pointer to a 64-byte
 //     object at a random place in a 64 MiB slab (well beyond L2 and L3), like
 //     iflib's ifsd_m[] array of mbuf pointers. The object d elements ahead is
-//     prefetched (d = 0 is no prefetch). "read" only loads a field; "work"
-//     also does about 20 ns of dependent arithmetic per element, like a stack
-//     touching the packet, which limits how many misses the CPU's own
-//     out-of-order window overlaps.
+//     prefetched (d = 0 is no prefetch); "call-only/dist=8" makes the same
+//     call without the prefetch instruction, to separate the two costs.
+//     "read" only loads a field; "work" also does about 20 ns of dependent
+//     arithmetic per element, like a stack touching the packet, which limits
+//     how many misses the CPU's own out-of-order window overlaps.
+//   - ScatteredPaired: the same walks with all distances interleaved in one
+//     timed loop, reporting per-distance medians and speedups; the figures to
+//     quote on a shared, noisy machine.
 //   - Resident: the same walk over 256 objects (16 KiB, L1-resident): every
 //     prefetch is pure overhead.
 //   - Sequential: the 64 MiB slab walked in address order, which the hardware
@@ -92,15 +98,29 @@ func mix(v uint64) uint64 {
 	return v
 }
 
+// callOnly has the shape of the prefetch stub's call but issues no prefetch:
+// the control that separates the cost of calling from the effect of
+// prefetching. Go's calling convention has no callee-saved registers, so
+// either call makes the loop spill and reload its live values.
+//
+//go:noinline
+func callOnly(p unsafe.Pointer) {}
+
 // walk visits n elements of ptrs in index order (wrapping; len(ptrs) is a
-// power of two), prefetching the object dist elements ahead when dist > 0.
-func walk(ptrs []*object, n, dist int, work bool) uint64 {
+// power of two), prefetching the object dist elements ahead when dist > 0
+// (or, with control, only calling callOnly with it).
+func walk(ptrs []*object, n, dist int, work, control bool) uint64 {
 	mask := len(ptrs) - 1
 	var sum uint64
 	j := 0
 	for range n {
 		if dist > 0 {
-			prefetch.Pointer(unsafe.Pointer(ptrs[(j+dist)&mask]))
+			ahead := unsafe.Pointer(ptrs[(j+dist)&mask])
+			if control {
+				callOnly(ahead)
+			} else {
+				prefetch.Pointer(ahead)
+			}
 		}
 		v := ptrs[j].val
 		if work {
@@ -112,11 +132,11 @@ func walk(ptrs []*object, n, dist int, work bool) uint64 {
 	return sum
 }
 
-func benchWalk(b *testing.B, ptrs []*object, dist int, work bool) {
+func benchWalk(b *testing.B, ptrs []*object, dist int, work, control bool) {
 	b.ReportAllocs()
-	walk(ptrs, len(ptrs), 0, false) // touch every page once before timing
+	walk(ptrs, len(ptrs), 0, false, false) // touch every page once before timing
 	b.ResetTimer()
-	sink += walk(ptrs, b.N, dist, work)
+	sink += walk(ptrs, b.N, dist, work, control)
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/element")
 }
@@ -125,9 +145,12 @@ func BenchmarkScattered(b *testing.B) {
 	for _, mode := range []string{"read", "work"} {
 		for _, d := range distances {
 			b.Run(fmt.Sprintf("%s/dist=%d", mode, d), func(b *testing.B) {
-				benchWalk(b, big().scattered, d, mode == "work")
+				benchWalk(b, big().scattered, d, mode == "work", false)
 			})
 		}
+		b.Run(mode+"/call-only/dist=8", func(b *testing.B) {
+			benchWalk(b, big().scattered, 8, mode == "work", true)
+		})
 	}
 }
 
@@ -135,7 +158,7 @@ func BenchmarkResident(b *testing.B) {
 	small := newDataset(smallObjects)
 	for _, d := range []int{0, 8} {
 		b.Run(fmt.Sprintf("dist=%d", d), func(b *testing.B) {
-			benchWalk(b, small.scattered, d, false)
+			benchWalk(b, small.scattered, d, false, false)
 		})
 	}
 }
@@ -143,7 +166,7 @@ func BenchmarkResident(b *testing.B) {
 func BenchmarkSequential(b *testing.B) {
 	for _, d := range []int{0, 8, 16} {
 		b.Run(fmt.Sprintf("dist=%d", d), func(b *testing.B) {
-			benchWalk(b, big().sequential, d, false)
+			benchWalk(b, big().sequential, d, false, false)
 		})
 	}
 }
@@ -199,4 +222,103 @@ func BenchmarkCall(b *testing.B) {
 		report(b)
 	})
 	runtime.KeepAlive(buf)
+}
+
+// BenchmarkScatteredPaired runs the Scattered walk for every distance in
+// interleaved blocks of pairedBlock elements within one timed loop, rotating
+// which distance goes first, and reports each distance's median ns/element
+// over its blocks and the ratio of no prefetch to it ("speedup", above 1 means
+// prefetch helped). On a machine shared with other work, load changes between
+// separate sub-benchmarks and a block that was descheduled is an outlier; here
+// every distance sees the same load and the median drops the outliers, so the
+// ratios are the figures to trust.
+func BenchmarkScatteredPaired(b *testing.B) {
+	for _, mode := range []string{"read", "work"} {
+		b.Run(mode, func(b *testing.B) {
+			ptrs := big().scattered
+			work := mode == "work"
+			b.ReportAllocs()
+			walk(ptrs, len(ptrs), 0, false, false)
+			var samples [len(pairedCases)][]float64
+			for k := range samples {
+				samples[k] = make([]float64, 0, b.N/pairedBlock/len(pairedCases)+2)
+			}
+			pos := 0 // every block starts where the last ended: no block finds another's lines cached
+			b.ResetTimer()
+			for left, round := b.N, 0; left > 0; round++ {
+				for k := range pairedCases {
+					idx := (k + round) % len(pairedCases)
+					n := min(left, pairedBlock)
+					if n == 0 {
+						break
+					}
+					t0 := time.Now()
+					sink += walkFrom(ptrs, pos, n, pairedCases[idx].dist, work, pairedCases[idx].control)
+					ns := float64(time.Since(t0).Nanoseconds()) / float64(n)
+					if n == pairedBlock && len(samples[idx]) < cap(samples[idx]) {
+						samples[idx] = append(samples[idx], ns)
+					}
+					pos = (pos + n) & (len(ptrs) - 1)
+					left -= n
+				}
+			}
+			b.StopTimer()
+			if len(samples[0]) == 0 {
+				return // b.N too small for one full block per distance
+			}
+			base := median(samples[0])
+			for k, c := range pairedCases {
+				if len(samples[k]) == 0 {
+					continue
+				}
+				ns := median(samples[k])
+				b.ReportMetric(ns, "ns/elem-"+c.name)
+				if k > 0 {
+					b.ReportMetric(base/ns, "speedup-"+c.name)
+				}
+			}
+		})
+	}
+}
+
+func median(x []float64) float64 {
+	slices.Sort(x)
+	return x[len(x)/2]
+}
+
+// pairedCases are the interleaved cases: the distances, plus the call-only
+// control at distance 8 (reported as "c8").
+var pairedCases = [...]struct {
+	name    string
+	dist    int
+	control bool
+}{{"d0", 0, false}, {"d2", 2, false}, {"d4", 4, false}, {"d8", 8, false}, {"d16", 16, false}, {"c8", 8, true}}
+
+// pairedBlock elements per distance per round: 8 Ki, 64 to 500 µs, short
+// enough that most blocks run without being descheduled.
+const pairedBlock = 1 << 13
+
+// walkFrom is walk starting at element start, so successive blocks visit
+// different objects.
+func walkFrom(ptrs []*object, start, n, dist int, work, control bool) uint64 {
+	mask := len(ptrs) - 1
+	var sum uint64
+	j := start & mask
+	for range n {
+		if dist > 0 {
+			ahead := unsafe.Pointer(ptrs[(j+dist)&mask])
+			if control {
+				callOnly(ahead)
+			} else {
+				prefetch.Pointer(ahead)
+			}
+		}
+		v := ptrs[j].val
+		if work {
+			v = mix(v)
+		}
+		sum += v
+		j = (j + 1) & mask
+	}
+	return sum
 }
