@@ -98,8 +98,8 @@ func finish(r *Ring[uint64]) {
 
 func TestStressStallingConsumer(t *testing.T) {
 	producers, perProducer := 8, 20000
-	if testing.Short() {
-		perProducer = 4000
+	if testing.Short() || raceEnabled {
+		perProducer = 6000
 	}
 	c := &checker{t: t, next: make([]int, producers), stallEvery: 7, maxBatch: 8}
 	var canDrainCalls atomic.Int64
@@ -160,7 +160,7 @@ func TestPreemptionGOMAXPROCS1(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	producers, perProducer := 64, 2000
 	if testing.Short() || raceEnabled {
-		perProducer = 600
+		perProducer = 300
 	}
 	c := &checker{t: t, next: make([]int, producers), maxBatch: 32}
 	r, err := New(128, c.drain, func(*Ring[uint64]) bool { return true })
