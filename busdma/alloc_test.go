@@ -1,0 +1,220 @@
+package busdma_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// steadySpaces returns the spaces the hot path must not allocate in, with a
+// tag for iflib's TX buffers and a 2 KiB-aligned packet buffer.
+func steadySpaces(t testing.TB) []struct {
+	name string
+	s    busdma.Space
+	low  busdma.BusAddr
+} {
+	sim, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	high, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20, Layout: busdma.LayoutHigh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []struct {
+		name string
+		s    busdma.Space
+		low  busdma.BusAddr
+	}{{"sim", sim, 0}, {"bounce", high, busdma.MaxAddr32}, {"iommu", io, 0}}
+}
+
+func TestSteadyStateAllocatesNothing(t *testing.T) {
+	for _, sp := range steadySpaces(t) {
+		d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: sp.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
+		m := mustMap(t, tag)
+		buf := mustAlloc(t, sp.s, 2048, 2048)
+		segs := make([]busdma.Segment, 0, 32)
+		for _, n := range []int{64, 1500} {
+			cycle := func() {
+				var err error
+				if segs, err = m.Load(buf[:n], segs[:0]); err != nil {
+					t.Fatal(err)
+				}
+				m.Sync(busdma.PreWrite)
+				if err := d.Read(segs[0].Addr, buf[n:n+1]); err != nil {
+					t.Fatal(err)
+				}
+				m.Sync(busdma.PostWrite)
+				if err := m.Unload(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cycle()
+			if a := testing.AllocsPerRun(100, cycle); a != 0 {
+				t.Errorf("%s %d bytes: %v allocs per load/sync/unload", sp.name, n, a)
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Maps loaded and unloaded by several goroutines while a device goroutine
+// reads and writes the mappings it was handed: every packet arrives intact.
+func TestConcurrentMapsAndDevice(t *testing.T) {
+	for _, sp := range steadySpaces(t) {
+		t.Run(sp.name, func(t *testing.T) {
+			_ = concurrentRun(t, sp.s, sp.low, busdmaNewCheckerFor(t))
+		})
+	}
+}
+
+func busdmaNewCheckerFor(t *testing.T) *busdma.Checker {
+	c := busdma.NewChecker()
+	t.Cleanup(func() {
+		for _, r := range c.Reports() {
+			t.Error(r)
+		}
+	})
+	return c
+}
+
+type job struct {
+	segs []busdma.Segment
+	tx   bool
+	seq  byte
+	done chan struct{}
+}
+
+func concurrentRun(t *testing.T, s busdma.Space, low busdma.BusAddr, c *busdma.Checker) int {
+	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "nic", Checker: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: low, MaxSize: 4096, NSegments: 4, MaxSegSize: 4096})
+	const workers = 4
+	iters := 300
+	if testing.Short() {
+		iters = 50
+	}
+	jobs := make(chan *job)
+	var devErr error
+	var devWG sync.WaitGroup
+	devWG.Add(1)
+	go func() { // the device
+		defer devWG.Done()
+		tmp := make([]byte, 4096)
+		for j := range jobs {
+			off := 0
+			for _, sg := range j.segs {
+				p := tmp[off : off+sg.Len]
+				var err error
+				if j.tx {
+					err = d.Read(sg.Addr, p)
+					for i := range p {
+						if p[i] != j.seq+byte(off+i) && err == nil {
+							devErr = errTX
+						}
+					}
+				} else {
+					for i := range p {
+						p[i] = j.seq ^ byte(off+i)
+					}
+					err = d.Write(sg.Addr, p)
+				}
+				if err != nil && devErr == nil {
+					devErr = err
+				}
+				off += sg.Len
+			}
+			close(j.done)
+		}
+	}()
+	var wg sync.WaitGroup
+	count := make([]int, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, err := tag.CreateMap()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf, err := s.Alloc(1500, 64)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var segs []busdma.Segment
+			for i := range iters {
+				seq := byte(w*31 + i)
+				tx := i%2 == 0
+				if segs, err = m.Load(buf, segs[:0]); err != nil {
+					t.Error(err)
+					return
+				}
+				if tx {
+					for k := range buf {
+						buf[k] = seq + byte(k)
+					}
+					m.Sync(busdma.PreWrite)
+				} else {
+					m.Sync(busdma.PreRead)
+				}
+				j := &job{segs: segs, tx: tx, seq: seq, done: make(chan struct{})}
+				jobs <- j
+				<-j.done
+				if tx {
+					m.Sync(busdma.PostWrite)
+				} else {
+					m.Sync(busdma.PostRead)
+					for k := range buf {
+						if buf[k] != seq^byte(k) {
+							t.Errorf("worker %d packet %d byte %d corrupted", w, i, k)
+							break
+						}
+					}
+				}
+				if err := m.Unload(); err != nil {
+					t.Error(err)
+					return
+				}
+				count[w]++
+			}
+		}()
+	}
+	wg.Wait()
+	close(jobs)
+	devWG.Wait()
+	if devErr != nil {
+		t.Fatal(devErr)
+	}
+	total := 0
+	for w, n := range count {
+		if n != iters {
+			t.Errorf("worker %d did %d of %d", w, n, iters)
+		}
+		total += n
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}
+
+var errTX = errorString("device read wrong TX data")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

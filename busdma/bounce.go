@@ -1,0 +1,89 @@
+package busdma
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// bouncePool is a bounce zone (struct bounce_zone, sys/kern/subr_busdma_bounce.c):
+// a fixed set of pages below 4 GiB handed out first-in first-out, the way
+// add_bounce_page takes the head of bounce_page_list and free_bounce_pages
+// concatenates a map's pages at the tail. A fresh pool therefore hands out
+// physically consecutive pages, which the loader coalesces into one segment.
+//
+// Invariants: ring[(head+i)%len(ring)] for i < free are the free page indices
+// of the physMem, in hand-out order. All fields are guarded by mu
+// (bounce_lock).
+type bouncePool struct {
+	mu    sync.Mutex
+	ring  []int32
+	head  int
+	free  int
+	total int
+	// Counters with FreeBSD's sysctl names (hw.busdma.zoneN.*).
+	bounced atomic.Uint64 // total_bounced: syncs that copied; written by map owners without mu
+	failed  uint64        // loads refused for lack of pages (NOWAIT: no deferral)
+}
+
+func newBouncePool(first, n int) *bouncePool {
+	bp := &bouncePool{ring: make([]int32, n), free: n, total: n}
+	for i := range bp.ring {
+		bp.ring[i] = int32(first + i)
+	}
+	return bp
+}
+
+// take appends n pages to dst, or returns ErrNoMem and takes none
+// (reserve_bounce_pages with commit == 0).
+func (bp *bouncePool) take(dst []int32, n int) ([]int32, error) {
+	bp.mu.Lock()
+	if bp.free < n {
+		bp.failed++
+		bp.mu.Unlock()
+		return dst, ErrNoMem
+	}
+	for range n {
+		dst = append(dst, bp.ring[bp.head])
+		bp.head++
+		if bp.head == len(bp.ring) {
+			bp.head = 0
+		}
+	}
+	bp.free -= n
+	bp.mu.Unlock()
+	return dst, nil
+}
+
+// give returns pages to the tail (free_bounce_pages).
+func (bp *bouncePool) give(pages []int32) {
+	if len(pages) == 0 {
+		return
+	}
+	bp.mu.Lock()
+	for _, p := range pages {
+		bp.ring[(bp.head+bp.free)%len(bp.ring)] = p
+		bp.free++
+	}
+	bp.mu.Unlock()
+}
+
+func (bp *bouncePool) countBounce() { bp.bounced.Add(1) }
+
+// BounceStats are a bounce zone's counters (hw.busdma.zoneN sysctls).
+type BounceStats struct {
+	TotalPages   int    // total_bpages
+	FreePages    int    // free_bpages
+	ActivePages  int    // active_bpages
+	TotalBounced uint64 // total_bounced
+	Failed       uint64 // NOWAIT loads refused (total_deferred would count waits)
+}
+
+func (bp *bouncePool) stats() BounceStats {
+	if bp == nil {
+		return BounceStats{}
+	}
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	return BounceStats{TotalPages: bp.total, FreePages: bp.free, ActivePages: bp.total - bp.free,
+		TotalBounced: bp.bounced.Load(), Failed: bp.failed}
+}

@@ -1,0 +1,343 @@
+package busdma_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/busdma/busdmatest"
+)
+
+// misuseDev returns a device whose checker is NOT wired to fail the test:
+// these tests commit each misuse on purpose and assert the report.
+func misuseDev(t *testing.T, cfg busdma.SimConfig) (*busdma.SimSpace, *busdma.Device, *busdma.Checker, *busdma.Tag) {
+	t.Helper()
+	s, err := busdma.NewSimSpace(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := busdma.NewChecker()
+	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "ixl0", Checker: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{Name: "rxbuf", MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
+	return s, d, c, tag
+}
+
+// wantReport asserts exactly one report of kind k, naming the map and a call
+// site in this file.
+func wantReport(t *testing.T, c *busdma.Checker, k busdma.ReportKind, mapName string) busdma.Report {
+	t.Helper()
+	var got []busdma.Report
+	for _, r := range c.Reports() {
+		if r.Kind == k {
+			got = append(got, r)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("want one %v report, got %d: %v", k, len(got), c.Reports())
+	}
+	r := got[0]
+	if r.Map != mapName {
+		t.Errorf("report names map %q, want %q", r.Map, mapName)
+	}
+	if !strings.Contains(r.Site, "checker_test.go:") {
+		t.Errorf("report site %q is not the offending call", r.Site)
+	}
+	if !strings.Contains(r.String(), k.String()) {
+		t.Errorf("String() %q lacks the kind", r.String())
+	}
+	return r
+}
+
+func TestCheckerLoadOfLoadedMap(t *testing.T) {
+	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 2048, 1)
+	if _, err := m.Load(buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Seed 000: the small-packet path re-loaded a cluster it never unloaded.
+	if _, err := m.Load(buf, nil); !errors.Is(err, busdma.ErrBusy) {
+		t.Fatalf("second load: %v", err)
+	}
+	wantReport(t, c, busdma.KindLoadLoaded, "rxbuf#1")
+	_ = m.Unload()
+	_ = d.Close()
+}
+
+func TestCheckerUnloadOfUnloadedMap(t *testing.T) {
+	_, d, c, tag := misuseDev(t, busdma.SimConfig{})
+	m := mustMap(t, tag)
+	if err := m.Unload(); !errors.Is(err, busdma.ErrNotLoaded) {
+		t.Fatalf("unload: %v", err)
+	}
+	wantReport(t, c, busdma.KindUnloadUnloaded, "rxbuf#1")
+	_ = d.Close()
+}
+
+func TestCheckerDestroyWhileLoaded(t *testing.T) {
+	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
+	m := mustMap(t, tag)
+	if _, err := m.Load(mustAlloc(t, s, 64, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Destroy(); !errors.Is(err, busdma.ErrBusy) {
+		t.Fatalf("destroy: %v", err)
+	}
+	wantReport(t, c, busdma.KindDestroyLoaded, "rxbuf#1")
+	_ = m.Unload()
+	if err := m.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close()
+}
+
+func TestCheckerLeakAtClose(t *testing.T) {
+	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
+	m := mustMap(t, tag)
+	if _, err := m.Load(mustAlloc(t, s, 64, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Seed 000: missing bus_dmamap_unload calls.
+	if err := d.Close(); !errors.Is(err, busdma.ErrLeak) {
+		t.Fatalf("Close: %v", err)
+	}
+	wantReport(t, c, busdma.KindLeak, "rxbuf#1")
+}
+
+func TestCheckerAccessOutsideMapping(t *testing.T) {
+	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 2048, 1)
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Sync(busdma.PreRead)
+	_ = m.Unload()
+	// Seed 000: posting a pmap_kextract address, or a stale one, instead of
+	// the address of a current mapping.
+	pa, _ := s.PhysAddr(buf)
+	if err := d.Write(pa, []byte{1, 2, 3}); !errors.Is(err, busdma.ErrFault) {
+		t.Fatalf("write outside mapping: %v", err)
+	}
+	if segs[0].Addr != pa {
+		t.Fatalf("segment %v is not the physical address %#x", segs[0], uint64(pa))
+	}
+	r := wantReport(t, c, busdma.KindOutsideMapping, "")
+	if r.Device != "ixl0" {
+		t.Errorf("device %q", r.Device)
+	}
+	if buf[0] != 0 {
+		t.Fatal("a faulted write reached memory")
+	}
+
+	// Descriptor memory too: after Free its address is no longer mapped.
+	ringTag := mustTag(t, d.Tag(), busdma.TagConfig{Name: "ring", Alignment: 128, MaxSize: 1024, NSegments: 1, MaxSegSize: 1024, Flags: busdma.AllocNow})
+	dm, err := ringTag.AllocMem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm.Sync(busdma.PreWrite)
+	if err := d.Read(dm.Paddr, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Read(dm.Paddr+1000, make([]byte, 48)); !errors.Is(err, busdma.ErrFault) {
+		t.Fatalf("read past the end of a ring: %v", err)
+	}
+	if err := dm.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Read(dm.Paddr, make([]byte, 16)); !errors.Is(err, busdma.ErrFault) {
+		t.Fatalf("read of freed ring: %v", err)
+	}
+	if n := c.Count(busdma.KindOutsideMapping); n != 3 {
+		t.Fatalf("%d outside-mapping reports, want 3", n)
+	}
+	_ = d.Close()
+}
+
+func TestCheckerDeviceReadWithoutPreWrite(t *testing.T) {
+	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 1500, 1)
+	fill(buf, 1)
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TX: loaded, but the PREWRITE after encap is missing.
+	p := make([]byte, 1500)
+	if err := d.Read(segs[0].Addr, p); err != nil {
+		t.Fatal(err)
+	}
+	wantReport(t, c, busdma.KindNoPreWrite, "rxbuf#1")
+	c.Reset()
+
+	// Synced, then the CPU changes a byte and the device reads it: the device
+	// sees the old byte and the checker says why.
+	m.Sync(busdma.PreWrite)
+	buf[100] = 0xEE
+	if err := d.Read(segs[0].Addr, p); err != nil {
+		t.Fatal(err)
+	}
+	if p[100] == 0xEE {
+		t.Fatal("device saw a CPU write that was never synced")
+	}
+	wantReport(t, c, busdma.KindNoPreWrite, "rxbuf#1")
+	c.Reset()
+	m.Sync(busdma.PreWrite)
+	if err := d.Read(segs[0].Addr, p); err != nil || p[100] != 0xEE {
+		t.Fatalf("after PREWRITE the device must see the write: %v %#x", err, p[100])
+	}
+	if len(c.Reports()) != 0 {
+		t.Fatal(c.Reports())
+	}
+	m.Sync(busdma.PostWrite)
+	_ = m.Unload()
+	_ = d.Close()
+}
+
+func TestCheckerCPUReadWithoutPostRead(t *testing.T) {
+	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 2048, 1)
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Sync(busdma.PreRead)
+	if err := d.Write(segs[0].Addr, []byte("packet")); err != nil {
+		t.Fatal(err)
+	}
+	// Without POSTREAD the CPU does not see the packet.
+	if string(buf[:6]) == "packet" {
+		t.Fatal("device write visible before POSTREAD")
+	}
+	// Seed 000 / §7.5: the small-packet path must sync before the memcpy;
+	// re-posting the cluster (PREREAD) without it is reported.
+	m.Sync(busdma.PreRead)
+	wantReport(t, c, busdma.KindNoPostRead, "rxbuf#1")
+	c.Reset()
+	// Unloading with staged data is reported too.
+	_ = m.Unload()
+	wantReport(t, c, busdma.KindNoPostRead, "rxbuf#1")
+	c.Reset()
+
+	// The correct sequence: POSTREAD makes the data visible, no report.
+	segs, _ = m.Load(buf, segs[:0])
+	m.Sync(busdma.PreRead)
+	if err := d.Write(segs[0].Addr, []byte("packet")); err != nil {
+		t.Fatal(err)
+	}
+	m.Sync(busdma.PostRead)
+	if string(buf[:6]) != "packet" {
+		t.Fatalf("after POSTREAD: %q", buf[:6])
+	}
+	_ = m.Unload()
+	if len(c.Reports()) != 0 {
+		t.Fatal(c.Reports())
+	}
+	_ = d.Close()
+}
+
+// A ring both sides write: PREREAD|PREWRITE while device write-backs are
+// pending is legal, and the CPU's later PREWRITE must not clobber them.
+func TestCheckerRingWriteBackNotClobbered(t *testing.T) {
+	_, d := simDev(t, busdma.SimConfig{})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 128, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Flags: busdma.AllocNow})
+	ring, err := tag.AllocMem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring.Vaddr[0] = 0xAA // descriptor 0
+	ring.Sync(busdma.PreRead | busdma.PreWrite)
+	if err := d.Write(ring.Paddr+8, []byte{1}); err != nil { // DD bit of descriptor 0
+		t.Fatal(err)
+	}
+	ring.Vaddr[16] = 0xBB // descriptor 1, written before the CPU looked at 0
+	ring.Sync(busdma.PreRead | busdma.PreWrite)
+	p := make([]byte, 17)
+	if err := d.Read(ring.Paddr, p); err != nil {
+		t.Fatal(err)
+	}
+	if p[0] != 0xAA || p[8] != 1 || p[16] != 0xBB {
+		t.Fatalf("device view % x", p)
+	}
+	ring.Sync(busdma.PostRead | busdma.PostWrite)
+	if ring.Vaddr[8] != 1 {
+		t.Fatal("write-back lost")
+	}
+	if err := ring.Free(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A correct TX and RX cycle, iflib's order (§7.4), reports nothing.
+func TestCheckerCleanCycles(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutMixed, BouncePages: 64})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 9216, NSegments: 8, MaxSegSize: 4096})
+	tx, rx := mustMap(t, tag), mustMap(t, tag)
+	pkt := mustAlloc(t, s, 9000, 1)
+	cl := mustAlloc(t, s, 9000, 1)
+	var segs, rxSegs []busdma.Segment
+	for i := range 20 {
+		fill(pkt, byte(i))
+		segs, err := tx.Load(pkt, segs[:0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.Sync(busdma.PreWrite)
+		got := readSegs(t, d, segs)
+		tx.Sync(busdma.PostWrite)
+		if err := tx.Unload(); err != nil {
+			t.Fatal(err)
+		}
+		// RX: the cluster stays loaded across packets (ifsd_ba reuse).
+		if i == 0 {
+			if segs, err = rx.Load(cl, segs[:0]); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			segs = rxSegs
+		}
+		rxSegs = segs
+		rx.Sync(busdma.PreRead)
+		writeSegs(t, d, segs, got)
+		rx.Sync(busdma.PostRead)
+		if string(cl) != string(pkt) {
+			t.Fatalf("packet %d corrupted", i)
+		}
+	}
+	_ = rx.Unload()
+}
+
+func TestBusdmatestNewCheckerFails(t *testing.T) {
+	ft := &fakeTB{TB: t}
+	c := busdmatest.NewChecker(ft)
+	s, _ := busdma.NewSimSpace(busdma.SimConfig{})
+	d, _ := busdma.NewDevice(s, busdma.DeviceConfig{Checker: c})
+	m := mustMap(t, d.Tag())
+	_ = m.Unload()
+	for _, f := range ft.cleanups {
+		f()
+	}
+	if len(ft.errors) != 1 || !strings.Contains(ft.errors[0], "unload-of-unloaded-map") {
+		t.Fatalf("errors %q", ft.errors)
+	}
+}
+
+type fakeTB struct {
+	testing.TB
+	cleanups []func()
+	errors   []string
+}
+
+func (f *fakeTB) Helper()           {}
+func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.errors = append(f.errors, sprintf(format, args...))
+}

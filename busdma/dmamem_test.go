@@ -1,0 +1,170 @@
+package busdma_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+func TestAllocMem(t *testing.T) {
+	for _, layout := range []busdma.Layout{busdma.LayoutContiguous, busdma.LayoutScattered, busdma.LayoutHigh, busdma.LayoutMixed} {
+		_, d := simDev(t, busdma.SimConfig{Layout: layout})
+		// iflib_dma_alloc_align: align = isc_q_align, one segment of size bytes.
+		tag := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 8192, Boundary: 1 << 16, LowAddr: busdma.MaxAddr32,
+			MaxSize: 3 * 4096, NSegments: 1, MaxSegSize: 3 * 4096, Flags: busdma.AllocNow})
+		var mems []*busdma.DMAMem
+		for range 3 {
+			dm, err := tag.AllocMem()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(dm.Vaddr) != 3*4096 || dm.Paddr%8192 != 0 || dm.Paddr+3*4096-1 > busdma.MaxAddr32 ||
+				dm.Paddr>>16 != (dm.Paddr+3*4096-1)>>16 || !dm.Map.Loaded() {
+				t.Fatalf("layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
+			}
+			for _, b := range dm.Vaddr {
+				if b != 0 {
+					t.Fatal("not zeroed")
+				}
+			}
+			fill(dm.Vaddr, 9)
+			dm.Sync(busdma.PreWrite)
+			p := make([]byte, len(dm.Vaddr))
+			if err := d.Read(dm.Paddr, p); err != nil || string(p) != string(dm.Vaddr) {
+				t.Fatalf("device read of ring: %v", err)
+			}
+			mems = append(mems, dm)
+		}
+		for _, dm := range mems {
+			if err := dm.Free(); err != nil {
+				t.Fatal(err)
+			}
+			if err := dm.Free(); !errors.Is(err, busdma.ErrInvalid) {
+				t.Fatalf("double free: %v", err)
+			}
+		}
+		// Freed memory is reused and zeroed again.
+		dm, err := tag.AllocMem()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dm.Paddr != mems[0].Paddr || dm.Vaddr[0] != 0 {
+			t.Fatalf("freed memory not reused/zeroed: %#x vs %#x", uint64(dm.Paddr), uint64(mems[0].Paddr))
+		}
+		_ = dm.Free()
+	}
+}
+
+func TestAllocMemExhausted(t *testing.T) {
+	_, d := simDev(t, busdma.SimConfig{ContigSize: 4 * 4096})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 3 * 4096, NSegments: 1, MaxSegSize: 3 * 4096})
+	dm, err := tag.AllocMem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tag.AllocMem(); !errors.Is(err, busdma.ErrNoMem) {
+		t.Fatalf("want ErrNoMem, got %v", err)
+	}
+	_ = dm.Free()
+}
+
+func TestBadInput(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 2048, NSegments: 2, MaxSegSize: 2048})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 4096, 1)
+	pre := []busdma.Segment{seg(7, 7)}
+	cases := []struct {
+		name string
+		buf  []byte
+		want error
+	}{
+		{"nil", nil, busdma.ErrInvalid},
+		{"zero-length", buf[:0], busdma.ErrInvalid},
+		{"beyond maxsize", buf[:2049], busdma.ErrInvalid},
+		{"heap memory", make([]byte, 64), busdma.ErrNotInSpace},
+	}
+	for _, c := range cases {
+		got, err := m.Load(c.buf, pre)
+		if !errors.Is(err, c.want) || len(got) != 1 || m.Loaded() {
+			t.Errorf("%s: err %v segs %v loaded %v", c.name, err, got, m.Loaded())
+		}
+	}
+	if _, err := m.LoadMulti([][]byte{buf[:10], make([]byte, 10)}, nil); !errors.Is(err, busdma.ErrNotInSpace) || m.Loaded() {
+		t.Errorf("LoadMulti with a foreign buffer: %v", err)
+	}
+	// Memory of another space is foreign too.
+	other, _ := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 16})
+	ob, _ := other.Alloc(64, 1)
+	if _, err := m.Load(ob, nil); !errors.Is(err, busdma.ErrNotInSpace) {
+		t.Errorf("other space: %v", err)
+	}
+	if err := m.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Load(buf[:64], nil); !errors.Is(err, busdma.ErrInvalid) {
+		t.Errorf("load of destroyed map: %v", err)
+	}
+	if err := m.Destroy(); !errors.Is(err, busdma.ErrInvalid) {
+		t.Errorf("double destroy: %v", err)
+	}
+	if _, err := s.Alloc(0, 1); !errors.Is(err, busdma.ErrInvalid) {
+		t.Errorf("Alloc(0): %v", err)
+	}
+	if _, err := s.Alloc(16, 3); !errors.Is(err, busdma.ErrInvalid) {
+		t.Errorf("Alloc align 3: %v", err)
+	}
+	if _, err := s.Alloc(1<<30, 1); !errors.Is(err, busdma.ErrNoMem) {
+		t.Errorf("Alloc too big: %v", err)
+	}
+	if _, err := busdma.NewDevice(nil, busdma.DeviceConfig{}); !errors.Is(err, busdma.ErrInvalid) {
+		t.Errorf("NewDevice(nil): %v", err)
+	}
+}
+
+func TestTagErrorsAndInheritance(t *testing.T) {
+	_, d := simDev(t, busdma.SimConfig{})
+	ok := busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096}
+	bad := []struct {
+		field string
+		mod   func(*busdma.TagConfig)
+	}{
+		{"alignment", func(c *busdma.TagConfig) { c.Alignment = 3 }},
+		{"alignment", func(c *busdma.TagConfig) { c.Alignment = -1 }},
+		{"boundary", func(c *busdma.TagConfig) { c.Boundary = 1000 }},
+		{"maxsize", func(c *busdma.TagConfig) { c.MaxSize = 0 }},
+		{"nsegments", func(c *busdma.TagConfig) { c.NSegments = 0 }},
+		{"maxsegsz", func(c *busdma.TagConfig) { c.MaxSegSize = 0 }},
+		{"flags", func(c *busdma.TagConfig) { c.Flags = 1 << 7 }},
+	}
+	for _, b := range bad {
+		cfg := ok
+		b.mod(&cfg)
+		_, err := busdma.NewTag(d.Tag(), cfg)
+		var te *busdma.TagError
+		if !errors.As(err, &te) || te.Field != b.field || !errors.Is(err, busdma.ErrInvalid) {
+			t.Errorf("%s: got %v", b.field, err)
+		}
+	}
+	if _, err := busdma.NewTag(nil, ok); !errors.Is(err, busdma.ErrInvalid) {
+		t.Errorf("nil parent: %v", err)
+	}
+
+	parent := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 16, Boundary: 1 << 16, LowAddr: busdma.MaxAddr32,
+		HighAddr: 0x2_0000_0000, MaxSize: 1 << 16, NSegments: 4, MaxSegSize: 1 << 16})
+	child := mustTag(t, parent, busdma.TagConfig{Alignment: 4, Boundary: 1 << 20, LowAddr: busdma.LowAddrForWidth(40),
+		MaxSize: 9000, NSegments: 8, MaxSegSize: 1 << 20})
+	got := child.Config()
+	if got.Alignment != 16 || got.Boundary != 1<<16 || got.LowAddr != busdma.MaxAddr32 ||
+		got.HighAddr != busdma.MaxAddr || got.MaxSegSize != 1<<16 || got.MaxSize != 9000 || got.NSegments != 8 {
+		t.Fatalf("inherited %+v", got)
+	}
+	if !child.CouldBounce() {
+		t.Fatal("child of a bouncing tag can bounce")
+	}
+	if busdma.LowAddrForWidth(0) != busdma.MaxAddr || busdma.LowAddrForWidth(64) != busdma.MaxAddr ||
+		busdma.LowAddrForWidth(32) != busdma.MaxAddr32 || busdma.LowAddrForWidth(39) != 1<<39-1 {
+		t.Fatal("LowAddrForWidth")
+	}
+}

@@ -1,0 +1,53 @@
+package busdma
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Hot paths return these package-level values; cold paths
+// may wrap them (test with errors.Is).
+var (
+	// ErrTooBig is EFBIG: the buffer needs more than nsegments segments.
+	ErrTooBig = errors.New("busdma: too many segments (EFBIG)")
+	// ErrNoMem is ENOMEM: bounce pages, IOVA space or DMA memory ran out
+	// (BUS_DMA_NOWAIT semantics: the load is not deferred).
+	ErrNoMem = errors.New("busdma: out of DMA resources (ENOMEM)")
+	// ErrBusy is EBUSY: the map is loaded (destroy, or a second load).
+	ErrBusy = errors.New("busdma: map is loaded (EBUSY)")
+	// ErrInvalid is EINVAL: bad argument (nil or zero-length buffer, load
+	// larger than maxsize, bad tag parameter).
+	ErrInvalid = errors.New("busdma: invalid argument (EINVAL)")
+	// ErrNotLoaded: unload or sync of a map that holds no mapping.
+	ErrNotLoaded = errors.New("busdma: map is not loaded")
+	// ErrNotInSpace: the buffer was not allocated from the device's Space,
+	// so its physical pages are unknown (pmap_kextract has nothing to say).
+	ErrNotInSpace = errors.New("busdma: buffer is not memory of this address space")
+	// ErrUnavailable: the platform cannot provide this address space.
+	ErrUnavailable = errors.New("busdma: address space unavailable")
+	// ErrFault: a device access to a bus address that is not backed by
+	// memory, not mapped in the IOMMU (a DMAR fault), or — with a checker —
+	// outside every current mapping of the device.
+	ErrFault = errors.New("busdma: DMA fault")
+	// ErrLeak: Device.Close found maps still loaded.
+	ErrLeak = errors.New("busdma: maps still loaded at teardown")
+	// ErrClosed: the device was closed.
+	ErrClosed = errors.New("busdma: device closed")
+	// ErrForeignTag: a map, tag or memory of another device was passed.
+	ErrForeignTag = errors.New("busdma: object belongs to another device")
+)
+
+// TagError reports an invalid bus_dma_tag_create argument. It matches
+// [ErrInvalid] with errors.Is.
+type TagError struct {
+	Field string // the bus_dma_tag_create parameter, e.g. "alignment"
+	Value uint64
+	Msg   string
+}
+
+func (e *TagError) Error() string {
+	return fmt.Sprintf("busdma: tag %s=%#x: %s", e.Field, e.Value, e.Msg)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *TagError) Is(target error) bool { return target == ErrInvalid }

@@ -1,0 +1,141 @@
+package busdma_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/busdma/busdmatest"
+)
+
+func iommuDev(t *testing.T, cfg busdma.IOMMUConfig, c *busdma.Checker) (*busdma.IOMMUSpace, *busdma.Device) {
+	t.Helper()
+	s, err := busdma.NewIOMMUSpace(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "ixl0", Checker: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, d
+}
+
+func TestIOMMUFaultAfterUnload(t *testing.T) {
+	for _, checked := range []bool{false, true} {
+		var c *busdma.Checker
+		if checked {
+			c = busdma.NewChecker()
+		}
+		s, d := iommuDev(t, busdma.IOMMUConfig{Sim: busdma.SimConfig{Layout: busdma.LayoutScattered}}, c)
+		tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 4, MaxSegSize: 65536})
+		m := mustMap(t, tag)
+		buf := mustAlloc(t, s, 2048, 2048)
+		segs, err := m.Load(buf, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// ds_addr is an IOVA, not the physical address.
+		if pa, _ := s.Phys().PhysAddr(buf); segs[0].Addr == pa || len(segs) != 1 {
+			t.Fatalf("segs %v, physical %#x", segs, uint64(pa))
+		}
+		roundTrip(t, d, m, buf, segs)
+		if err := m.Unload(); err != nil {
+			t.Fatal(err)
+		}
+		// The NIC still holds the old address (seed 000, "ixl(4) not
+		// responding to ping" under DMAR).
+		if err := d.Write(segs[0].Addr, []byte{1}); !errors.Is(err, busdma.ErrFault) {
+			t.Fatalf("checked=%v: write after unload: %v", checked, err)
+		}
+		f := s.Faults()
+		if len(f) != 1 || f[0].Addr != segs[0].Addr || !f[0].Write || f[0].Device != "ixl0" {
+			t.Fatalf("faults %v", f)
+		}
+		st := s.Stats()
+		if st.Maps != 1 || st.Unmaps != 1 || st.PagesMapped != 1 || st.PagesUnmapped != 1 || st.Faults != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+		if checked {
+			if n := c.Count(busdma.KindIOMMUFault); n != 1 || len(c.Reports()) != 1 {
+				t.Fatalf("reports %v", c.Reports())
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestIOMMUSegmentsAndCounters(t *testing.T) {
+	s, d := iommuDev(t, busdma.IOMMUConfig{Sim: busdma.SimConfig{Layout: busdma.LayoutScattered}}, busdmatest.NewChecker(t))
+	defer d.Close()
+	// Scattered physical pages become one contiguous IOVA range.
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 20, NSegments: 4, MaxSegSize: 1 << 20})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 5*4096, 4096)[100:]
+	segs, err := m.Load(buf, nil)
+	if err != nil || len(segs) != 1 || segs[0].Len != len(buf) || segs[0].Addr%4096 != 100 {
+		t.Fatalf("segs %v err %v", segs, err)
+	}
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+	st := s.Stats()
+	if st.Maps != 1 || st.PagesMapped != 5 || st.PagesUnmapped != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+	// maxsegsz and boundary still cut segments; lowaddr bounds the IOVAs.
+	tag2 := mustTag(t, d.Tag(), busdma.TagConfig{Boundary: 8192, LowAddr: busdma.MaxAddr32, MaxSize: 1 << 20, NSegments: 8, MaxSegSize: 4096})
+	m2 := mustMap(t, tag2)
+	segs, err = m2.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, sg := range segs {
+		if sg.Len > 4096 || sg.Addr/8192 != (sg.Addr+busdma.BusAddr(sg.Len)-1)/8192 || sg.Addr > busdma.MaxAddr32 {
+			t.Fatalf("bad segment %v", sg)
+		}
+		total += sg.Len
+	}
+	if total != len(buf) {
+		t.Fatalf("segments cover %d of %d", total, len(buf))
+	}
+	roundTrip(t, d, m2, buf, segs)
+	_ = m2.Unload()
+
+	// Ring memory: one IOVA segment.
+	rt := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 128, MaxSize: 8192, NSegments: 1, MaxSegSize: 8192})
+	dm, err := rt.AllocMem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm.Sync(busdma.PreWrite)
+	if err := d.Read(dm.Paddr+8000, make([]byte, 192)); err != nil {
+		t.Fatal(err)
+	}
+	_ = dm.Free()
+}
+
+func TestIOMMUSpaceExhausted(t *testing.T) {
+	s, d := iommuDev(t, busdma.IOMMUConfig{IOVASize: 4 * 4096}, busdmatest.NewChecker(t))
+	defer d.Close()
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 20, NSegments: 8, MaxSegSize: 1 << 20})
+	m1, m2 := mustMap(t, tag), mustMap(t, tag)
+	buf := mustAlloc(t, s, 3*4096, 4096)
+	if _, err := m1.Load(buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.Load(buf[:2*4096], nil); !errors.Is(err, busdma.ErrNoMem) || m2.Loaded() {
+		t.Fatalf("want ErrNoMem: %v", err)
+	}
+	_ = m1.Unload()
+	if _, err := m2.Load(buf[:2*4096], nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = m2.Unload()
+	low := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: 0xFFFF, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
+	if _, err := mustMap(t, low).Load(buf[:64], nil); !errors.Is(err, busdma.ErrNoMem) {
+		t.Fatalf("lowaddr below the IOVA base: %v", err)
+	}
+}

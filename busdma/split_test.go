@@ -1,0 +1,340 @@
+package busdma_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// Worked cases derived from bounce_bus_dmamap_load_buffer and
+// _bus_dmamap_addseg (sys/x86/x86/busdma_bounce.c): the buffer is walked a
+// page at a time, each chunk is clipped at the next boundary multiple and
+// coalesced with the previous segment when contiguous, within maxsegsz and
+// the boundary.
+
+const base = 0x4000_0000
+const bounceBase = 0x0080_0000
+
+func TestLoadContiguousOneSegment(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 4, MaxSegSize: 65536})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(base, 3*busdma.PageSize))
+	roundTrip(t, d, m, buf, segs)
+	if err := m.Unload(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadMaxSegSizeBelowPage(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 8, MaxSegSize: 1024})
+	m := mustMap(t, tag)
+	big := mustAlloc(t, s, 2*busdma.PageSize, busdma.PageSize)
+	buf := big[0x100 : 0x100+3000]
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(base+0x100, 1024), seg(base+0x500, 1024), seg(base+0x900, 952))
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+}
+
+func TestLoadBoundaryClipping(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{})
+	big := mustAlloc(t, s, 4*busdma.PageSize, busdma.PageSize)
+
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{Boundary: 4096, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
+	if got := tag.Config().MaxSegSize; got != 4096 {
+		t.Fatalf("boundary 4096 should clamp maxsegsz to 4096, got %d", got)
+	}
+	m := mustMap(t, tag)
+	buf := big[0x800 : 0x800+6000]
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(base+0x800, 2048), seg(base+0x1000, 3952))
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+
+	tag8 := mustTag(t, d.Tag(), busdma.TagConfig{Boundary: 8192, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
+	m8 := mustMap(t, tag8)
+	buf = big[0x800 : 0x800+12288]
+	segs, err = m8.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(base+0x800, 6144), seg(base+0x2000, 6144))
+	_ = m8.Unload()
+
+	// A boundary below a page splits inside pages.
+	tag1k := mustTag(t, d.Tag(), busdma.TagConfig{Boundary: 1024, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
+	m1k := mustMap(t, tag1k)
+	segs, err = m1k.Load(big[0x300:0x300+1500], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(base+0x300, 0x100), seg(base+0x400, 1024), seg(base+0x800, 1500-0x100-1024))
+	_ = m1k.Unload()
+}
+
+func TestLoadScatteredPages(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutScattered, Seed: 7})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 20, NSegments: 64, MaxSegSize: 1 << 20})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 16*busdma.PageSize+100, 1)[50:]
+	// Expected: one segment per physically contiguous run of pages.
+	var want []busdma.Segment
+	for off := 0; off < len(buf); {
+		pa, ok := s.PhysAddr(buf[off:])
+		if !ok {
+			t.Fatal("PhysAddr")
+		}
+		n := min(len(buf)-off, busdma.PageSize-int(pa%busdma.PageSize))
+		if k := len(want) - 1; k >= 0 && want[k].Addr+busdma.BusAddr(want[k].Len) == pa {
+			want[k].Len += n
+		} else {
+			want = append(want, busdma.Segment{Addr: pa, Len: n})
+		}
+		off += n
+	}
+	if len(want) < 4 {
+		t.Fatalf("layout not scattered enough: %d runs", len(want))
+	}
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, want...)
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+
+	// nsegments exhausted: EFBIG, segs untouched, map unloaded.
+	tight := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 20, NSegments: len(want) - 1, MaxSegSize: 1 << 20})
+	mt := mustMap(t, tight)
+	pre := []busdma.Segment{seg(1, 1)}
+	got, err := mt.Load(buf, pre)
+	if !errors.Is(err, busdma.ErrTooBig) {
+		t.Fatalf("want ErrTooBig, got %v", err)
+	}
+	if len(got) != 1 || got[0] != pre[0] || mt.Loaded() {
+		t.Fatalf("failed load changed state: segs %v loaded %v", got, mt.Loaded())
+	}
+	if d.LoadedMaps() != 0 {
+		t.Fatalf("LoadedMaps = %d", d.LoadedMaps())
+	}
+}
+
+func TestLoadNSegmentsExhausted(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 2, MaxSegSize: 1024})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 3000, 1)
+	if _, err := m.Load(buf, nil); !errors.Is(err, busdma.ErrTooBig) {
+		t.Fatalf("want ErrTooBig, got %v", err)
+	}
+	segs, err := m.Load(buf[:2048], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 2 {
+		t.Fatalf("segs %v", segs)
+	}
+	_ = m.Unload()
+}
+
+func TestBounceHighPages(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutHigh, BouncePages: 8})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
+	if !tag.CouldBounce() {
+		t.Fatal("32-bit tag over memory above 4 GiB must be able to bounce")
+	}
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 1500, 1)
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(bounceBase, 1500))
+	if st := s.BounceStats(); st.ActivePages != 1 {
+		t.Fatalf("active bounce pages %d", st.ActivePages)
+	}
+	roundTrip(t, d, m, buf, segs)
+	if st := s.BounceStats(); st.TotalBounced != 2 {
+		t.Fatalf("total_bounced %d, want 2 (one PREWRITE, one POSTREAD)", st.TotalBounced)
+	}
+	_ = m.Unload()
+	if st := s.BounceStats(); st.ActivePages != 0 || st.FreePages != 8 {
+		t.Fatalf("after unload: %+v", st)
+	}
+}
+
+func TestBounceAdjacentPagesCoalesce(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutHigh, BouncePages: 8})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh zone hands out consecutive pages, so addseg coalesces them.
+	wantSegs(t, segs, seg(bounceBase, 3*busdma.PageSize))
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+
+	small := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 65536, NSegments: 8, MaxSegSize: 4096})
+	m2 := mustMap(t, small)
+	segs, err = m2.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The zone is FIFO: pages 3,4,5 come next.
+	wantSegs(t, segs, seg(bounceBase+3*4096, 4096), seg(bounceBase+4*4096, 4096), seg(bounceBase+5*4096, 4096))
+	_ = m2.Unload()
+}
+
+func TestBounceMisaligned(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{BouncePages: 8})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 64, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
+	if !tag.CouldBounce() {
+		t.Fatal("alignment > 1 makes a tag able to bounce")
+	}
+	big := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
+	m := mustMap(t, tag)
+
+	segs, err := m.Load(big[64:64+200], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(base+64, 200)) // aligned: no bounce
+	_ = m.Unload()
+
+	buf := big[16 : 16+200]
+	segs, err = m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(bounceBase, 200))
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+
+	// 6000 bytes at offset 16: the first chunk is roundup2(4080, 64) = 4096
+	// bytes, which leaves the next chunk misaligned too; both bounce into
+	// consecutive pages and coalesce.
+	buf = big[16 : 16+6000]
+	segs, err = m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSegs(t, segs, seg(bounceBase+4096, 6000)) // FIFO: page 0 went to the tail
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+}
+
+func TestBounceMixedLayout(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutMixed, Seed: 3, BouncePages: 64})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 1 << 20, NSegments: 64, MaxSegSize: 1 << 20})
+	buf := mustAlloc(t, s, 16*busdma.PageSize, busdma.PageSize)
+	low, high := 0, 0
+	for off := 0; off < len(buf); off += busdma.PageSize {
+		pa, _ := s.PhysAddr(buf[off:])
+		if pa > busdma.MaxAddr32 {
+			high++
+		} else {
+			low++
+		}
+	}
+	if low == 0 || high == 0 {
+		t.Fatalf("mixed layout gave %d low and %d high pages", low, high)
+	}
+	m := mustMap(t, tag)
+	segs, err := m.Load(buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sg := range segs {
+		if sg.Addr+busdma.BusAddr(sg.Len)-1 > busdma.MaxAddr32 {
+			t.Fatalf("segment %v above lowaddr", sg)
+		}
+	}
+	if st := s.BounceStats(); st.ActivePages != high {
+		t.Fatalf("bounced %d pages, want %d", st.ActivePages, high)
+	}
+	roundTrip(t, d, m, buf, segs)
+	_ = m.Unload()
+}
+
+func TestBouncePoolExhaustion(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutHigh, BouncePages: 4})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 65536, NSegments: 16, MaxSegSize: 65536})
+	m1, m2 := mustMap(t, tag), mustMap(t, tag)
+	b1 := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
+	b2 := mustAlloc(t, s, 2*busdma.PageSize, busdma.PageSize)
+	if _, err := m1.Load(b1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.Load(b2, nil); !errors.Is(err, busdma.ErrNoMem) {
+		t.Fatalf("want ErrNoMem, got %v", err)
+	}
+	if m2.Loaded() {
+		t.Fatal("failed load left the map loaded")
+	}
+	if st := s.BounceStats(); st.FreePages != 1 || st.Failed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	_ = m1.Unload()
+	segs, err := m2.Load(b2, nil)
+	if err != nil {
+		t.Fatalf("after unload: %v", err)
+	}
+	roundTrip(t, d, m2, b2, segs)
+	_ = m2.Unload()
+
+	// AllocNow checks the zone can hold one maxsize load.
+	if _, err := busdma.NewTag(d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 5 * busdma.PageSize, NSegments: 8, MaxSegSize: 65536, Flags: busdma.AllocNow}); !errors.Is(err, busdma.ErrNoMem) {
+		t.Fatalf("AllocNow with a 4-page zone and 5-page maxsize: %v", err)
+	}
+}
+
+func TestLoadMultiCoalescesAcrossBuffers(t *testing.T) {
+	s, d := simDev(t, busdma.SimConfig{})
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
+	m := mustMap(t, tag)
+	big := mustAlloc(t, s, 2*busdma.PageSize, busdma.PageSize)
+	other := mustAlloc(t, s, busdma.PageSize, busdma.PageSize)
+	bufs := [][]byte{big[:100], big[100:1500], nil, other[:60]}
+	segs, err := m.LoadMulti(bufs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, _ := s.PhysAddr(other)
+	wantSegs(t, segs, seg(base, 1500), busdma.Segment{Addr: pa, Len: 60})
+	// Data through the device: the concatenation of the buffers.
+	for i := range big[:1500] {
+		big[i] = byte(i)
+	}
+	fill(other[:60], 5)
+	m.Sync(busdma.PreWrite)
+	got := readSegs(t, d, segs)
+	want := append(append([]byte{}, big[:1500]...), other[:60]...)
+	if string(got) != string(want) {
+		t.Fatal("LoadMulti data mismatch")
+	}
+	_ = m.Unload()
+	small := mustMap(t, mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1000, NSegments: 8, MaxSegSize: 1000}))
+	if _, err := small.LoadMulti([][]byte{big[:600], other[:500]}, nil); !errors.Is(err, busdma.ErrInvalid) {
+		t.Fatalf("LoadMulti beyond maxsize: %v", err)
+	}
+	if _, err := small.LoadMulti([][]byte{nil, big[:0]}, nil); !errors.Is(err, busdma.ErrInvalid) {
+		t.Fatalf("LoadMulti of nothing: %v", err)
+	}
+}

@@ -1,0 +1,158 @@
+package busdma
+
+import "math"
+
+// TagFlags are bus_dma_tag_create flags.
+type TagFlags uint32
+
+// AllocNow is BUS_DMA_ALLOCNOW: make sure the bounce zone holds enough pages
+// for one maxsize load at tag creation, so loads need not wait. In a space
+// with a bounce pool that is too small it makes NewTag fail with ErrNoMem
+// (as alloc_bounce_pages falling short does); spaces without bounce pools
+// (identity, pagemap, IOMMU) ignore it.
+const AllocNow TagFlags = 1 << 0
+
+// TagConfig holds the bus_dma_tag_create parameters. Zero values: Alignment
+// 0 means 1, LowAddr and HighAddr 0 mean MaxAddr. MaxSize, NSegments and
+// MaxSegSize must be positive.
+type TagConfig struct {
+	Name       string   // for checker reports; default "<parent>.tagN"
+	Alignment  int      // alignment: power of two; segment starts are multiples
+	Boundary   int      // boundary: power of two or 0; no segment crosses a multiple
+	LowAddr    BusAddr  // lowaddr: the exclusion window is (LowAddr, HighAddr]
+	HighAddr   BusAddr  // highaddr
+	MaxSize    int      // maxsize: bytes of one mapping
+	NSegments  int      // nsegments
+	MaxSegSize int      // maxsegsz
+	Flags      TagFlags // flags (AllocNow)
+}
+
+// Tag is bus_dma_tag_t: the DMA constraints of a device. A child inherits
+// its parent's restrictions: lowaddr the minimum, highaddr the maximum,
+// boundary the smaller non-zero one (bus_dma_tag_common_create,
+// sys/x86/x86/busdma_machdep.c), and — beyond FreeBSD, which leaves it to
+// the implementation — alignment the larger one. A boundary smaller than
+// maxsegsz clamps maxsegsz. Tags are immutable and safe for concurrent use.
+type Tag struct {
+	dev         *Device
+	parent      *Tag
+	name        string
+	alignment   uint64
+	boundary    uint64
+	lowaddr     BusAddr
+	highaddr    BusAddr
+	maxsize     int
+	nsegments   int
+	maxsegsz    int
+	flags       TagFlags
+	couldBounce bool // BUS_DMA_COULD_BOUNCE
+}
+
+func newRootTag(d *Device) *Tag {
+	t := &Tag{dev: d, name: d.name, alignment: 1, lowaddr: MaxAddr, highaddr: MaxAddr,
+		maxsize: math.MaxInt32, nsegments: math.MaxInt32, maxsegsz: math.MaxInt32}
+	return t
+}
+
+// NewTag is bus_dma_tag_create. parent is a device's root tag
+// ([Device.Tag], bus_get_dma_tag) or a tag derived from it.
+func NewTag(parent *Tag, cfg TagConfig) (*Tag, error) {
+	if parent == nil || parent.dev == nil {
+		return nil, &TagError{Field: "parent", Msg: "nil parent tag"}
+	}
+	if cfg.Alignment == 0 {
+		cfg.Alignment = 1
+	}
+	if cfg.Alignment < 0 || cfg.Alignment&(cfg.Alignment-1) != 0 {
+		return nil, &TagError{Field: "alignment", Value: uint64(cfg.Alignment), Msg: "not a power of two"}
+	}
+	if cfg.Boundary < 0 || cfg.Boundary&(cfg.Boundary-1) != 0 {
+		return nil, &TagError{Field: "boundary", Value: uint64(cfg.Boundary), Msg: "not a power of two"}
+	}
+	if cfg.Boundary != 0 && cfg.Boundary < cfg.Alignment {
+		return nil, &TagError{Field: "boundary", Value: uint64(cfg.Boundary), Msg: "smaller than alignment"}
+	}
+	if cfg.MaxSize <= 0 {
+		return nil, &TagError{Field: "maxsize", Value: uint64(cfg.MaxSize), Msg: "must be positive"}
+	}
+	if cfg.NSegments <= 0 {
+		return nil, &TagError{Field: "nsegments", Value: uint64(cfg.NSegments), Msg: "must be positive"}
+	}
+	if cfg.MaxSegSize <= 0 {
+		return nil, &TagError{Field: "maxsegsz", Value: uint64(cfg.MaxSegSize), Msg: "must be positive"}
+	}
+	if cfg.Flags&^AllocNow != 0 {
+		return nil, &TagError{Field: "flags", Value: uint64(cfg.Flags), Msg: "unknown flag"}
+	}
+	if cfg.LowAddr == 0 {
+		cfg.LowAddr = MaxAddr
+	}
+	if cfg.HighAddr == 0 {
+		cfg.HighAddr = MaxAddr
+	}
+	d := parent.dev
+	t := &Tag{dev: d, parent: parent, name: cfg.Name,
+		alignment: max(uint64(cfg.Alignment), parent.alignment),
+		boundary:  uint64(cfg.Boundary),
+		lowaddr:   min(cfg.LowAddr, parent.lowaddr),
+		highaddr:  max(cfg.HighAddr, parent.highaddr),
+		maxsize:   cfg.MaxSize, nsegments: cfg.NSegments, maxsegsz: cfg.MaxSegSize,
+		flags: cfg.Flags,
+	}
+	if t.name == "" {
+		t.name = parent.name + ".tag" + itoa(d.ntags.Add(1))
+	}
+	if parent.boundary != 0 && (t.boundary == 0 || parent.boundary < t.boundary) {
+		t.boundary = parent.boundary
+	}
+	if t.boundary != 0 && uint64(t.maxsegsz) > t.boundary {
+		t.maxsegsz = int(t.boundary)
+	}
+	be := d.space.backend()
+	t.couldBounce = be.couldBounce(t) || parent.couldBounce
+	if t.couldBounce && t.flags&AllocNow != 0 {
+		if err := be.allocNow(t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// mustBounce is run_filter / must_bounce: the page at a lies in the
+// exclusion window or is misaligned.
+func (t *Tag) mustBounce(a BusAddr) bool {
+	return (a > t.lowaddr && a <= t.highaddr) || uint64(a)&(t.alignment-1) != 0
+}
+
+// boundOK is vm_addr_bound_ok: [a, a+n) crosses no multiple of boundary.
+func (t *Tag) boundOK(a BusAddr, n int) bool {
+	return t.boundary == 0 || (uint64(a)^(uint64(a)+uint64(n)-1))&^(t.boundary-1) == 0
+}
+
+// Config returns the effective parameters after inheritance and clamping.
+func (t *Tag) Config() TagConfig {
+	return TagConfig{Name: t.name, Alignment: int(t.alignment), Boundary: int(t.boundary),
+		LowAddr: t.lowaddr, HighAddr: t.highaddr, MaxSize: t.maxsize, NSegments: t.nsegments,
+		MaxSegSize: t.maxsegsz, Flags: t.flags}
+}
+
+// Device returns the device the tag belongs to.
+func (t *Tag) Device() *Device { return t.dev }
+
+// CouldBounce reports BUS_DMA_COULD_BOUNCE: loads through t may need bounce
+// pages in its space.
+func (t *Tag) CouldBounce() bool { return t.couldBounce }
+
+func itoa(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return string(b[i:])
+}
