@@ -1,0 +1,378 @@
+package iflib
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// encap is iflib_encap(txq, &m): map the chain, fill the if_pkt_info, hand
+// it to TxdEncap, sync PREWRITE, and account the descriptors.
+//
+// Results and ownership:
+//   - nil: the packet is on the ring (ifsd_m) and will be freed by reclaim;
+//   - errNoDesc: too few descriptors even after a forced reclaim; the map
+//     was unloaded and the packet is still the caller's (FreeBSD frees it
+//     here in simple mode only; the caller does that);
+//   - any other error: the packet was freed and the failure counted.
+//
+// FreeBSD quirk not modelled: when bus_dmamap_load_mbuf_sg returns ENOMEM
+// (bounce pages exhausted), iflib_encap neither frees the mbuf nor keeps it
+// in the ring (the mp_ring drain counts it consumed), leaking it. We free
+// and count it (no_tx_dma_setup, tx_map_failed, oqdrops).
+//
+// Preconditions: the caller is the queue's consumer.
+func (q *txq) encap(m *Packet) error { return q.encapOnce(m, false) }
+
+// encapOnce is encap; defragged says the driver already returned EFBIG
+// once for this packet, so a second EFBIG is final.
+func (q *txq) encapOnce(m *Packet, defragged bool) error {
+	ctx := q.ctx
+	pidx := q.pidx
+	tso := m.Hdr.CsumFlags&CsumTSO != 0 && q.tsoTag != nil
+	mp, maxSegs, fl := q.maps[pidx], ctx.sc.TxNSegments, sdNoTSO
+	if tso {
+		mp, maxSegs, fl = q.tsoMap[pidx], ctx.sc.TxTSOSegmentsMax, sdTSO
+	}
+
+	if ctx.shared.Flags&FlagNeedEtherPad != 0 && m.Hdr.Len < ctx.sc.MinFrameSize {
+		if !etherPad(m, ctx.sc.MinFrameSize) {
+			q.st.mapFailed.Add(1)
+			m.Free()
+			return ErrNoMem
+		}
+	}
+
+	pi := &q.pi
+	*pi = PktInfo{
+		Len:       m.Hdr.Len,
+		QSIdx:     q.id,
+		PIdx:      pidx,
+		CsumFlags: m.Hdr.CsumFlags,
+		MFlags:    m.Hdr.Flags & (MVLANTag | MBcast | MMcast),
+	}
+	if m.Hdr.Flags&MVLANTag != 0 {
+		pi.VTag = m.Hdr.VLANTag
+	}
+	if pi.CsumFlags != 0 || pi.VTag != 0 {
+		if err := q.parseHeader(pi, m); err != nil {
+			q.st.mapFailed.Add(1)
+			m.Free()
+			return err
+		}
+	}
+
+	remap := 0
+	var segs []busdma.Segment
+	var err error
+	for {
+		segs, err = mp.LoadMulti(q.chainBufs(m), q.segs[:0])
+		if err == nil && len(segs) > maxSegs {
+			// The tag allows more segments than the clamped ntxd/12: treat
+			// it as EFBIG, as the clamped tag would have.
+			_ = mp.Unload()
+			err = busdma.ErrTooBig
+		}
+		if !errors.Is(err, busdma.ErrTooBig) {
+			break
+		}
+		// EFBIG: first m_collapse, then m_defrag, then give up.
+		var ok bool
+		switch remap {
+		case 0:
+			q.st.collapses.Add(1)
+			ok = collapse(m, maxSegs)
+		case 1:
+			q.st.mbufDefrag.Add(1)
+			m, ok = q.defragChain(m)
+		}
+		remap++
+		if !ok || remap > 2 {
+			q.st.mbufDefragFailed.Add(1)
+			q.st.mapFailed.Add(1)
+			m.Free()
+			return ErrNoMem
+		}
+	}
+	if err != nil {
+		q.st.noTxDMASetup.Add(1)
+		q.st.mapFailed.Add(1)
+		m.Free()
+		if errors.Is(err, busdma.ErrInvalid) {
+			return ErrTooBig
+		}
+		return ErrNoMem
+	}
+	nsegs := len(segs)
+	q.sdM[pidx], q.sdFl[pidx] = m, fl
+
+	if nsegs > q.avail() {
+		q.reclaimForce()
+		if nsegs > q.avail() {
+			q.st.noDescAvail.Add(1)
+			_ = mp.Unload()
+			q.sdM[pidx], q.sdFl[pidx] = nil, 0
+			q.kick()
+			return errNoDesc
+		}
+	}
+
+	// Report-status batching.
+	q.rsPending += nsegs + 1
+	if q.rsPending > q.maxRSDeferred() || ctx.cfg.NoTxBatch || q.avail()-nsegs <= q.maxTxDesc() {
+		pi.Flags |= IPITxIntr
+		q.rsPending = 0
+	}
+	pi.Segs, pi.NSegs = segs, nsegs
+
+	if err := ctx.txrx.TxdEncap(pi); err != nil {
+		_ = mp.Unload()
+		q.sdM[pidx], q.sdFl[pidx] = nil, 0
+		if errors.Is(err, ErrEncapTooBig) && !defragged {
+			q.st.encapEFBIG.Add(1)
+			q.st.mbufDefrag.Add(1)
+			var ok bool
+			if m, ok = q.defragChain(m); ok {
+				return q.encapOnce(m, true)
+			}
+			q.st.mbufDefragFailed.Add(1)
+		}
+		q.st.mapFailed.Add(1)
+		m.Free()
+		return err
+	}
+	mp.Sync(busdma.PreWrite)
+	ndesc := pi.NewPIdx - pidx
+	if ndesc <= 0 {
+		ndesc += q.size
+		q.gen = true
+	}
+	q.inUse += ndesc
+	q.dbPending += ndesc
+	q.pidx = pi.NewPIdx & q.mask
+	q.npending += pi.NDescs
+	q.st.oPackets.Add(1)
+	q.st.oBytes.Add(uint64(pi.Len))
+	if pi.MFlags&MMcast != 0 {
+		q.st.oMcasts.Add(1)
+	}
+	return nil
+}
+
+// chainBufs lists the chain's non-empty buffers in q.bufs (no allocation
+// once q.bufs has grown to the longest chain).
+func (q *txq) chainBufs(m *Packet) [][]byte {
+	b := q.bufs[:0]
+	for p := m; p != nil; p = p.Next {
+		if p.n > 0 {
+			b = append(b, p.Bytes())
+		}
+	}
+	q.bufs = b
+	return b
+}
+
+// collapse is m_collapse(m, M_NOWAIT, maxfrags): move data of later
+// buffers into the trailing space of earlier ones and free the emptied
+// buffers, until the chain has at most maxSegs buffers. It reports whether
+// that was reached.
+func collapse(m *Packet, maxSegs int) bool {
+	for prev := m; prev != nil && prev.Next != nil; {
+		next := prev.Next
+		if next.n <= prev.Cap() {
+			prev.Append(next.Bytes())
+			prev.Next = next.Next
+			next.Next = nil
+			next.Free()
+			continue
+		}
+		prev = next
+	}
+	return m.NumBufs() <= maxSegs
+}
+
+// defragChain is m_defrag(m, M_NOWAIT): copy the chain into as few full
+// clusters of the head's zone as it needs. On success the old chain is
+// freed and the new one returned; on failure the old chain is returned
+// unchanged.
+func (q *txq) defragChain(m *Packet) (*Packet, bool) {
+	total := m.ChainLen()
+	z := m.zone
+	n := (total + z.size - 1) / z.size
+	if n == 0 || n > len(q.defrag) {
+		return m, false
+	}
+	bufs := q.defrag[:n]
+	for i := range bufs {
+		p, err := z.Get()
+		if err != nil {
+			for _, b := range bufs[:i] {
+				b.Free()
+			}
+			return m, false
+		}
+		bufs[i] = p
+	}
+	i := 0
+	for p := m; p != nil; p = p.Next {
+		src := p.Bytes()
+		for len(src) > 0 {
+			c := bufs[i].Append(src)
+			src = src[c:]
+			if bufs[i].Cap() == 0 {
+				i++
+			}
+		}
+	}
+	for i := 0; i < n-1; i++ {
+		bufs[i].Next = bufs[i+1]
+	}
+	head := bufs[0]
+	head.Hdr = m.Hdr
+	m.Free()
+	clear(bufs)
+	return head, true
+}
+
+// etherPad is iflib_ether_pad: append zeros until the frame is min bytes,
+// in the last buffer's trailing space.
+func etherPad(m *Packet, min int) bool {
+	last := m
+	for last.Next != nil {
+		last = last.Next
+	}
+	need := min - m.Hdr.Len
+	if need <= 0 {
+		return true
+	}
+	if last.Cap() < need {
+		return false
+	}
+	b := last.cl[last.off+last.n : last.off+last.n+need]
+	clear(b)
+	last.n += need
+	m.Hdr.Len += need
+	return true
+}
+
+// EtherType values iflib_parse_header distinguishes.
+const (
+	etherTypeIPv4 = 0x0800
+	etherTypeIPv6 = 0x86DD
+	etherTypeVLAN = 0x8100
+	ipProtoTCP    = 6
+	ipProtoUDP    = 17
+)
+
+// errParse is ENXIO from iflib_parse_header (TSO on a non-TCP packet) or
+// a header too short to parse.
+var errParse = errors.New("iflib: cannot parse packet headers for offload (ENXIO)")
+
+// parseHeader is iflib_parse_header for the fields a descriptor needs:
+// Ethernet/VLAN, IPv4 or IPv6 (no extension headers), TCP or UDP. The
+// headers must lie in the first buffer; a shorter first buffer is pulled up
+// (m_pullup into its trailing space, counted in m_pullups).
+func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
+	need := 14 + 60 + 60
+	if need > m.Hdr.Len {
+		need = m.Hdr.Len
+	}
+	if m.n < need && m.Next != nil {
+		q.st.pullups.Add(1)
+		pullup(m, need)
+	}
+	b := m.Bytes()
+	if len(b) < 14 {
+		return errParse
+	}
+	etype := binary.BigEndian.Uint16(b[12:14])
+	ehdr := 14
+	if etype == etherTypeVLAN {
+		if len(b) < 18 {
+			return errParse
+		}
+		etype = binary.BigEndian.Uint16(b[16:18])
+		ehdr = 18
+	}
+	pi.EType, pi.EHdrLen = etype, uint8(ehdr)
+	switch etype {
+	case etherTypeIPv4:
+		if len(b) < ehdr+20 {
+			return errParse
+		}
+		ip := b[ehdr:]
+		hl := int(ip[0]&0x0f) << 2
+		if hl < 20 || len(ip) < hl {
+			return errParse
+		}
+		pi.IPHLen, pi.IPProto, pi.IPTos = uint8(hl), ip[9], ip[1]
+		pi.Flags |= IPITxIPv4
+		if err := parseL4(pi, ip[hl:]); err != nil {
+			return err
+		}
+		if pi.CsumFlags&CsumIPTSO != 0 {
+			if pi.IPProto != ipProtoTCP {
+				return errParse
+			}
+			pi.CsumFlags |= CsumIPTCP | CsumIP
+			pi.TSOSegSz = m.Hdr.TSOSegSize
+		}
+	case etherTypeIPv6:
+		if len(b) < ehdr+40 {
+			return errParse
+		}
+		ip := b[ehdr:]
+		pi.IPHLen, pi.IPProto = 40, ip[6]
+		pi.IPTos = uint8(binary.BigEndian.Uint16(ip[0:2]) >> 4)
+		pi.Flags |= IPITxIPv6
+		if err := parseL4(pi, ip[40:]); err != nil {
+			return err
+		}
+		if pi.CsumFlags&CsumIP6TSO != 0 {
+			if pi.IPProto != ipProtoTCP {
+				return errParse
+			}
+			pi.CsumFlags |= CsumIP6TCP
+			pi.TSOSegSz = m.Hdr.TSOSegSize
+		}
+	default:
+		pi.CsumFlags &^= csumOffloadTx
+		pi.IPHLen = 0
+	}
+	return nil
+}
+
+func parseL4(pi *PktInfo, l4 []byte) error {
+	if pi.IPProto != ipProtoTCP {
+		return nil
+	}
+	if len(l4) < 20 {
+		if pi.CsumFlags&(CsumIPTCP|CsumIP6TCP|CsumTSO) != 0 {
+			return errParse
+		}
+		return nil
+	}
+	pi.TCPHLen = (l4[12] >> 4) << 2
+	pi.TCPHFlags = l4[13]
+	pi.TCPSeq = binary.BigEndian.Uint32(l4[4:8])
+	return nil
+}
+
+// pullup is m_pullup into the first buffer's trailing space: move up to
+// need bytes from the following buffers to the first, freeing buffers it
+// empties. It moves what fits.
+func pullup(m *Packet, need int) {
+	for m.n < need && m.Next != nil && m.Cap() > 0 {
+		next := m.Next
+		want := min(need-m.n, next.n, m.Cap())
+		m.Append(next.cl[next.off : next.off+want])
+		next.off += want
+		next.n -= want
+		if next.n == 0 {
+			m.Next = next.Next
+			next.Next = nil
+			next.Free()
+		}
+	}
+}

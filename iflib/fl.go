@@ -1,0 +1,274 @@
+package iflib
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/prefetch"
+)
+
+// freeList is struct iflib_fl: one receive free list of an RX queue.
+//
+// The D17901 invariant, checked by the tests: sdCl[i] != nil exactly when a
+// cluster is attached to slot i, its map sdMap[i] is loaded, and sdBA[i]
+// holds the bus address of that mapping. The map is unloaded only when the
+// cluster is handed up (assemble) or freed (bufsFree). Slot i is posted to
+// the device exactly when bit i of bitmap is set; credits counts the set
+// bits and never exceeds size-1.
+//
+// FreeBSD keeps a raw mbuf header per slot (ifsd_m) beside the cluster
+// (ifsd_cl); our packets are zone_pack pairs (header and cluster together),
+// so sdCl holds the Packet that owns the cluster and there is no separate
+// ifsd_m. A small received frame is copied into a fresh packet from the
+// queue's cache, as FreeBSD copies it into the slot's raw mbuf.
+//
+// All fields are owned by the RX queue's task (or Init/Stop with the task
+// stopped).
+type freeList struct {
+	rxq     *rxq
+	id      int     // ifl_id
+	size    int     // ifl_size
+	mask    int     // ifl_size - 1
+	bufSize int     // ifl_buf_size
+	ring    RingMem // ifl_ifdi
+	tag     *busdma.Tag
+	zone    *Zone      // ifl_zone
+	cache   *ZoneCache // the queue's bucket in front of zone
+
+	sdMap  []*busdma.Map     // ifsd_map
+	sdCl   []*Packet         // ifsd_cl (with the ifsd_m role, see above)
+	sdBA   []busdma.BusAddr  // ifsd_ba
+	bitmap []uint64          // ifl_rx_bitmap: set = posted
+
+	pidx    int // ifl_pidx
+	cidx    int // ifl_cidx
+	credits int // ifl_credits
+	fragidx int // ifl_fragidx
+
+	busAddrs [MaxRxRefresh]busdma.BusAddr // ifl_bus_addrs
+	rxdIdxs  [MaxRxRefresh]uint16         // ifl_rxd_idxs
+	segs     []busdma.Segment
+	iru      RxdUpdate
+
+	loads      atomic.Uint64 // bus_dmamap_load calls (new clusters, or every post with reuse off)
+	reuses     atomic.Uint64 // posts by the stored ifsd_ba, no load
+	allocFails atomic.Uint64 // cluster allocation failures
+	loadFails  atomic.Uint64 // map load failures
+	pidxA      atomic.Int64  // mirrors for the sysctl tree
+	cidxA      atomic.Int64
+	creditsA   atomic.Int64
+}
+
+func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low busdma.BusAddr) (*freeList, error) {
+	c := q.ctx
+	fl := &freeList{
+		rxq: q, id: id, size: size, mask: size - 1, bufSize: bufSize, ring: ring,
+		sdMap: make([]*busdma.Map, size), sdCl: make([]*Packet, size), sdBA: make([]busdma.BusAddr, size),
+		bitmap: make([]uint64, (size+63)/64), segs: make([]busdma.Segment, 0, 1),
+	}
+	var err error
+	fl.tag, err = busdma.NewTag(c.bus.Tag(), busdma.TagConfig{
+		Alignment: 1, LowAddr: low, HighAddr: busdma.MaxAddr,
+		MaxSize: max(c.shared.RxMaxSize, bufSize), NSegments: c.shared.RxNSegments, MaxSegSize: max(c.shared.RxMaxSegSize, bufSize),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("iflib: %s: RX tag: %w", c.name, err)
+	}
+	fl.zone, err = NewZone(c.space, fmt.Sprintf("%s.rxq%d.fl%d", c.name, q.id, id), bufSize, zoneSize)
+	if err != nil {
+		return nil, err
+	}
+	fl.cache = fl.zone.NewCache()
+	for i := range fl.sdMap {
+		if fl.sdMap[i], err = fl.tag.CreateMap(); err != nil {
+			fl.destroy()
+			return nil, fmt.Errorf("iflib: %s: Unable to create RX DMA map: %w", c.name, err)
+		}
+	}
+	fl.iru = RxdUpdate{QSIdx: q.id, BufSize: bufSize, FLIdx: id}
+	return fl, nil
+}
+
+func (fl *freeList) isSet(i int) bool { return fl.bitmap[i>>6]&(1<<(uint(i)&63)) != 0 }
+func (fl *freeList) set(i int)        { fl.bitmap[i>>6] |= 1 << (uint(i) & 63) }
+func (fl *freeList) clr(i int)        { fl.bitmap[i>>6] &^= 1 << (uint(i) & 63) }
+
+// findClear is bit_ffc_at from start, wrapping to bit_ffc from 0.
+func (fl *freeList) findClear(start int) int {
+	for pass := 0; pass < 2; pass++ {
+		for w := start >> 6; w < len(fl.bitmap); w++ {
+			word := ^fl.bitmap[w]
+			if w == start>>6 {
+				word &= ^uint64(0) << (uint(start) & 63)
+			}
+			if word != 0 {
+				if i := w<<6 + bits.TrailingZeros64(word); i < fl.size {
+					return i
+				}
+			}
+		}
+		start = 0
+	}
+	return -1
+}
+
+// refill is iflib_fl_refill: post up to count buffers. A slot that still
+// holds a mapped cluster is reposted by its stored bus address (ifsd_ba)
+// with no load; only new clusters are loaded. With Config.NoRxReuse the
+// recycled cluster is unloaded and loaded again (the pre-D17901 cost).
+// It returns rxeofEmpty when an allocation or a load stopped it early.
+func (fl *freeList) refill(count int) int {
+	if count <= 0 {
+		return 0
+	}
+	q := fl.rxq
+	reuse := !q.ctx.cfg.NoRxReuse
+	pidx, idx, frag := fl.pidx, fl.pidx, fl.fragidx
+	i, posted, ret := 0, 0, 0
+	for n := 0; n < count; n++ {
+		frag = fl.findClear(frag)
+		if frag < 0 {
+			break
+		}
+		mp := fl.sdMap[frag]
+		if fl.sdCl[frag] == nil || !reuse {
+			p := fl.sdCl[frag]
+			if p == nil {
+				var err error
+				if p, err = fl.cache.Get(); err != nil {
+					fl.allocFails.Add(1)
+					ret = rxeofEmpty
+					break
+				}
+			} else {
+				_ = mp.Unload()
+				fl.sdCl[frag] = nil
+			}
+			segs, err := mp.Load(p.cl, fl.segs[:0])
+			if err != nil || len(segs) != 1 {
+				if err == nil {
+					_ = mp.Unload()
+				}
+				fl.loadFails.Add(1)
+				fl.cache.Put(p)
+				ret = rxeofEmpty
+				break
+			}
+			fl.loads.Add(1)
+			fl.sdBA[frag], fl.sdCl[frag] = segs[0].Addr, p
+		} else {
+			fl.reuses.Add(1)
+		}
+		mp.Sync(busdma.PreRead)
+		fl.set(frag)
+		fl.rxdIdxs[i], fl.busAddrs[i] = uint16(frag), fl.sdBA[frag]
+		fl.credits++
+		i++
+		posted++
+		idx = (idx + 1) & fl.mask
+		if i == MaxRxRefresh {
+			fl.post(pidx, i)
+			pidx, fl.pidx, i = idx, idx, 0
+		}
+	}
+	if posted > 0 {
+		if i > 0 {
+			fl.post(pidx, i)
+			fl.pidx = idx
+		}
+		fl.ring.Sync(busdma.PreRead | busdma.PreWrite)
+		q.ctx.txrx.RxdFlush(q.id, fl.id, fl.pidx)
+		q.st.rxdFlush.Add(1)
+		if next := (frag + 1) & fl.mask; fl.isSet(next) {
+			fl.fragidx = next
+		} else {
+			fl.fragidx = frag
+		}
+	}
+	fl.pidxA.Store(int64(fl.pidx))
+	fl.creditsA.Store(int64(fl.credits))
+	return ret
+}
+
+func (fl *freeList) post(pidx, n int) {
+	iru := &fl.iru
+	iru.PIdx, iru.Count = pidx, n
+	iru.PAddrs, iru.Idxs = fl.busAddrs[:n], fl.rxdIdxs[:n]
+	fl.rxq.ctx.txrx.RxdRefill(iru)
+}
+
+// refillAll is iflib_fl_refill_all for one list: leave one slot unused.
+func (fl *freeList) refillAll() int {
+	return fl.refill(fl.size - fl.credits - 1)
+}
+
+// validFrag reports whether a fragment names a posted slot and fits its
+// buffer: the device's word is not trusted.
+func (fl *freeList) validFrag(f RxdFrag) bool {
+	i := int(f.Idx)
+	return i < fl.size && fl.isSet(i) && fl.sdCl[i] != nil && int(f.Len) <= fl.bufSize
+}
+
+// fragToSD is rxd_frag_to_sd: consume one posted slot. POSTREAD always;
+// unload only when the cluster leaves (unload && len != 0), and then the
+// slot forgets the cluster.
+// Preconditions: validFrag(f).
+func (fl *freeList) fragToSD(f RxdFrag, unload bool) *Packet {
+	cidx := int(f.Idx)
+	fl.credits--
+	if fl.rxq.ctx.cfg.Prefetch {
+		// prefetch_pkts: the next slots' clusters.
+		for k := 1; k <= 4; k++ {
+			if p := fl.sdCl[(cidx+k)&fl.mask]; p != nil {
+				prefetch.Pointer(unsafe.Pointer(unsafe.SliceData(p.cl)))
+			}
+		}
+	}
+	mp := fl.sdMap[cidx]
+	mp.Sync(busdma.PostRead)
+	p := fl.sdCl[cidx]
+	if unload && f.Len != 0 {
+		_ = mp.Unload()
+		fl.sdCl[cidx] = nil
+	}
+	fl.cidx = (cidx + 1) & fl.mask
+	fl.clr(cidx)
+	fl.cidxA.Store(int64(fl.cidx))
+	fl.creditsA.Store(int64(fl.credits))
+	return p
+}
+
+// bufsFree is iflib_fl_bufs_free: POSTREAD, unload and free every
+// attached cluster, reset the indices and zero the ring.
+func (fl *freeList) bufsFree() {
+	for i, p := range fl.sdCl {
+		if p == nil {
+			continue
+		}
+		mp := fl.sdMap[i]
+		mp.Sync(busdma.PostRead)
+		_ = mp.Unload()
+		fl.sdCl[i] = nil
+		fl.cache.Put(p)
+	}
+	fl.cache.Flush()
+	clear(fl.bitmap)
+	fl.credits, fl.cidx, fl.pidx, fl.fragidx = 0, 0, 0, 0
+	clear(fl.ring.Vaddr)
+	fl.pidxA.Store(0)
+	fl.cidxA.Store(0)
+	fl.creditsA.Store(0)
+}
+
+// destroy is iflib_rx_sds_free (after bufsFree).
+func (fl *freeList) destroy() {
+	for i, m := range fl.sdMap {
+		if m != nil {
+			_ = m.Destroy()
+			fl.sdMap[i] = nil
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package iflib
+
+import "errors"
+
+// Device is the required part of the IFDI kobj interface
+// (sys/net/ifdi_if.m). iflib calls these methods with the context lock held
+// (lifecycle) and never concurrently with each other; the per-queue
+// interrupt methods may be called from the queue's task goroutine.
+type Device interface {
+	// AttachPre is IFDI_ATTACH_PRE: allocate resources and fill the
+	// SoftcCtx (queue counts, ring sizes, segment limits, TxRx).
+	AttachPre(ctx *Context, scctx *SoftcCtx) error
+	// TxQueuesAlloc is IFDI_TX_QUEUES_ALLOC: take the TX ring memory iflib
+	// allocated, indexed [qset*ntxqs + ring].
+	TxQueuesAlloc(rings []RingMem, ntxqs, ntxqsets int) error
+	// RxQueuesAlloc is IFDI_RX_QUEUES_ALLOC, likewise for RX.
+	RxQueuesAlloc(rings []RingMem, nrxqs, nrxqsets int) error
+	// Init is IFDI_INIT: program the hardware; called before the free lists
+	// are filled.
+	Init(ctx *Context) error
+	// Stop is IFDI_STOP: stop the hardware. After Stop the device touches no
+	// descriptor and no buffer.
+	Stop(ctx *Context)
+	// IntrEnable and IntrDisable are IFDI_INTR_ENABLE / IFDI_INTR_DISABLE.
+	IntrEnable(ctx *Context)
+	IntrDisable(ctx *Context)
+	// Detach is IFDI_DETACH: release what AttachPre took.
+	Detach(ctx *Context) error
+}
+
+// Optional IFDI methods. iflib uses a method when the Device implements the
+// interface and the documented default otherwise.
+type (
+	// AttachPoster is IFDI_ATTACH_POST (default: nothing).
+	AttachPoster interface{ AttachPost(ctx *Context) error }
+	// QueueIntrEnabler is IFDI_RX_QUEUE_INTR_ENABLE and
+	// IFDI_TX_QUEUE_INTR_ENABLE (default: ENOTSUP, and iflib falls back to
+	// IntrEnable for the whole device, as legacy interrupts do).
+	QueueIntrEnabler interface {
+		RxQueueIntrEnable(ctx *Context, qid int) error
+		TxQueueIntrEnable(ctx *Context, qid int) error
+	}
+	// QueueSetupper is IFDI_TXQ_SETUP / IFDI_RXQ_SETUP (default: nothing).
+	QueueSetupper interface {
+		TxqSetup(ctx *Context, qid int) error
+		RxqSetup(ctx *Context, qid int) error
+	}
+	// AdminStatusUpdater is IFDI_UPDATE_ADMIN_STATUS: poll the link and call
+	// Context.LinkStateChange (default: nothing; the link follows Init/Stop).
+	AdminStatusUpdater interface{ UpdateAdminStatus(ctx *Context) }
+	// CounterGetter is IFDI_GET_COUNTER (default: iflib's own counters).
+	CounterGetter interface {
+		GetCounter(ctx *Context, c IfCounter) (uint64, bool)
+	}
+	// QueuesFreer is IFDI_QUEUES_FREE (default: nothing).
+	QueuesFreer interface{ QueuesFree(ctx *Context) }
+)
+
+// ErrNotSupported is ENOTSUP, the default of optional IFDI methods.
+var ErrNotSupported = errors.New("iflib: operation not supported (ENOTSUP)")
+
+// ErrEncapTooBig is EFBIG from TxdEncap: iflib defragments the packet into
+// fewer segments and retries once.
+var ErrEncapTooBig = errors.New("iflib: driver encap needs fewer segments (EFBIG)")
+
+// IfCounter is ift_counter (IFCOUNTER_*).
+type IfCounter int
+
+const (
+	IfCounterIPackets IfCounter = iota // IFCOUNTER_IPACKETS
+	IfCounterIErrors                   // IFCOUNTER_IERRORS
+	IfCounterOPackets                  // IFCOUNTER_OPACKETS
+	IfCounterOErrors                   // IFCOUNTER_OERRORS
+	IfCounterIBytes                    // IFCOUNTER_IBYTES
+	IfCounterOBytes                    // IFCOUNTER_OBYTES
+	IfCounterOMcasts                   // IFCOUNTER_OMCASTS
+	IfCounterIQDrops                   // IFCOUNTER_IQDROPS
+	IfCounterOQDrops                   // IFCOUNTER_OQDROPS
+)
+
+// LinkState is LINK_STATE_*.
+type LinkState int
+
+const (
+	LinkStateUnknown LinkState = iota // LINK_STATE_UNKNOWN
+	LinkStateDown                     // LINK_STATE_DOWN
+	LinkStateUp                       // LINK_STATE_UP
+)
+
+func (s LinkState) String() string {
+	switch s {
+	case LinkStateDown:
+		return "down"
+	case LinkStateUp:
+		return "up"
+	}
+	return "unknown"
+}

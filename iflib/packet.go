@@ -1,0 +1,153 @@
+package iflib
+
+import "sync/atomic"
+
+// MFlags are the mbuf flags iflib passes through (ipi_mflags keeps
+// M_VLANTAG|M_BCAST|M_MCAST).
+type MFlags uint16
+
+const (
+	MBcast   MFlags = 1 << iota // M_BCAST
+	MMcast                      // M_MCAST
+	MVLANTag                    // M_VLANTAG: VLANTag is valid
+)
+
+// HashType is M_HASHTYPE_*: how FlowID was computed. Zero means "no hash":
+// such packets go to TX queue 0 (iflib_if_transmit) and are not spread.
+type HashType uint8
+
+const (
+	HashNone      HashType = 0    // M_HASHTYPE_NONE
+	HashOpaque    HashType = 1    // M_HASHTYPE_OPAQUE
+	HashRSSIPv4   HashType = 0x81 // M_HASHTYPE_RSS_IPV4
+	HashRSSTCPv4  HashType = 0x82 // M_HASHTYPE_RSS_TCP_IPV4
+	HashRSSUDPv4  HashType = 0x89 // M_HASHTYPE_RSS_UDP_IPV4
+	HashRSSIPv6   HashType = 0x83 // M_HASHTYPE_RSS_IPV6
+	HashRSSTCPv6  HashType = 0x84 // M_HASHTYPE_RSS_TCP_IPV6
+	HashOpaqueRSS HashType = 0x41 // M_HASHTYPE_OPAQUE_HASH
+)
+
+// CsumFlags are m_pkthdr.csum_flags: offload requests on TX, results on RX.
+type CsumFlags uint32
+
+const (
+	CsumIP        CsumFlags = 0x00000001 // CSUM_IP: IPv4 header checksum
+	CsumIPUDP     CsumFlags = 0x00000002 // CSUM_IP_UDP
+	CsumIPTCP     CsumFlags = 0x00000004 // CSUM_IP_TCP
+	CsumIPTSO     CsumFlags = 0x00000010 // CSUM_IP_TSO
+	CsumIP6UDP    CsumFlags = 0x00000200 // CSUM_IP6_UDP
+	CsumIP6TCP    CsumFlags = 0x00000400 // CSUM_IP6_TCP
+	CsumIP6TSO    CsumFlags = 0x00001000 // CSUM_IP6_TSO
+	CsumL3Calc    CsumFlags = 0x01000000 // CSUM_L3_CALC (RX)
+	CsumL3Valid   CsumFlags = 0x02000000 // CSUM_L3_VALID (RX)
+	CsumL4Calc    CsumFlags = 0x04000000 // CSUM_L4_CALC (RX)
+	CsumL4Valid   CsumFlags = 0x08000000 // CSUM_L4_VALID (RX)
+	CsumTSO                 = CsumIPTSO | CsumIP6TSO
+	csumOffloadTx           = CsumIP | CsumIPUDP | CsumIPTCP | CsumIP6UDP | CsumIP6TCP | CsumTSO
+)
+
+// PktHdr is the part of struct pkthdr iflib reads and writes. It is valid on
+// the first buffer of a chain only.
+type PktHdr struct {
+	Len        int       // m_pkthdr.len: bytes in the whole chain
+	Flags      MFlags    // m_flags & (M_BCAST|M_MCAST|M_VLANTAG)
+	VLANTag    uint16    // ether_vtag
+	FlowID     uint32    // flowid
+	HashType   HashType  // M_HASHTYPE_GET
+	CsumFlags  CsumFlags // csum_flags
+	CsumData   uint32    // csum_data
+	TSOSegSize uint16    // tso_segsz
+	RxQueue    uint16    // the RX queue the packet arrived on (rcvif's queue)
+}
+
+// Packet is a struct mbuf with an attached cluster, as FreeBSD's packet
+// zone (zone_pack) hands them out: each Packet owns one cluster of its
+// Zone's size for life. A multi-buffer packet is a chain linked by Next
+// (m_next); the packet header lives on the head.
+//
+// Ownership: a Packet from [Zone.Get] belongs to the caller until it passes
+// it to [Context.Transmit] (then iflib's) or frees it with [Packet.Free].
+// A Packet is not safe for concurrent use.
+type Packet struct {
+	Next *Packet // m_next: the next buffer of the same packet
+	Hdr  PktHdr  // m_pkthdr (head only)
+
+	cl   []byte // the cluster: DMA-capable memory of the zone's space
+	off  int    // m_data - cluster start
+	n    int    // m_len
+	zone *Zone
+	free atomic.Bool // true while in the zone; guards against double frees
+}
+
+// Bytes returns the buffer's data (m_data, m_len). It aliases the cluster.
+func (p *Packet) Bytes() []byte { return p.cl[p.off : p.off+p.n] }
+
+// Len is m_len: the bytes in this buffer only.
+func (p *Packet) Len() int { return p.n }
+
+// Cap is the bytes this buffer can still take after its data (M_TRAILINGSPACE).
+func (p *Packet) Cap() int { return len(p.cl) - p.off - p.n }
+
+// Headroom is M_LEADINGSPACE.
+func (p *Packet) Headroom() int { return p.off }
+
+// ClusterSize is the size of the buffer's cluster.
+func (p *Packet) ClusterSize() int { return len(p.cl) }
+
+// Reset empties the buffer and leaves headroom bytes in front of the data.
+// A headroom outside the cluster is clamped.
+func (p *Packet) Reset(headroom int) {
+	if headroom < 0 {
+		headroom = 0
+	}
+	if headroom > len(p.cl) {
+		headroom = len(p.cl)
+	}
+	p.off, p.n = headroom, 0
+}
+
+// Append copies b after the data and returns how many bytes fit (m_append
+// into one buffer; it never allocates a new buffer).
+func (p *Packet) Append(b []byte) int {
+	c := copy(p.cl[p.off+p.n:], b)
+	p.n += c
+	return c
+}
+
+// SetLen sets m_len, clamped to the cluster; the bytes are not cleared.
+func (p *Packet) SetLen(n int) {
+	if n < 0 {
+		n = 0
+	}
+	if max := len(p.cl) - p.off; n > max {
+		n = max
+	}
+	p.n = n
+}
+
+// ChainLen sums m_len over the chain (what m_pkthdr.len must equal).
+func (p *Packet) ChainLen() int {
+	t := 0
+	for q := p; q != nil; q = q.Next {
+		t += q.n
+	}
+	return t
+}
+
+// NumBufs counts the buffers in the chain.
+func (p *Packet) NumBufs() int {
+	c := 0
+	for q := p; q != nil; q = q.Next {
+		c++
+	}
+	return c
+}
+
+// Free returns every buffer of the chain to its zone (m_freem).
+func (p *Packet) Free() {
+	for p != nil {
+		next := p.Next
+		p.zone.put(p)
+		p = next
+	}
+}

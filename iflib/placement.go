@@ -1,0 +1,89 @@
+package iflib
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/goiflib/goiflib/cpumap"
+)
+
+var (
+	defaultAllocOnce sync.Once
+	defaultAlloc     *cpumap.Allocator
+	defaultAllocErr  error
+)
+
+// DefaultAllocator is the machine-wide placement registry (FreeBSD's global
+// cpu_offsets list), built once from cpumap.Discover. Contexts registered
+// without Attachment.CPUs share it, so later devices continue where
+// earlier ones stopped.
+func DefaultAllocator() (*cpumap.Allocator, error) {
+	defaultAllocOnce.Do(func() {
+		t, err := cpumap.Discover()
+		if err != nil {
+			defaultAllocErr = err
+			return
+		}
+		defaultAlloc = cpumap.NewAllocator(t, cpumap.AllocatorOptions{})
+	})
+	return defaultAlloc, defaultAllocErr
+}
+
+// placement is the CPUs chosen for a context's queue tasks
+// (iflib_irq_set_affinity), with the detach refcount.
+type placement struct {
+	pl *cpumap.Placement
+}
+
+func (p *placement) txCPU(i int) int {
+	if p == nil || p.pl == nil || i >= len(p.pl.TxCPU) {
+		return -1
+	}
+	return p.pl.TxCPU[i]
+}
+
+func (p *placement) rxCPU(i int) int {
+	if p == nil || p.pl == nil || i >= len(p.pl.RxCPU) {
+		return -1
+	}
+	return p.pl.RxCPU[i]
+}
+
+func (p *placement) release() {
+	if p != nil && p.pl != nil {
+		p.pl.Release()
+	}
+}
+
+// placeQueues is get_ctx_core_offset + get_cpuid_for_queue for every queue.
+func placeQueues(c *Context) (*placement, error) {
+	alloc := c.alloc
+	if alloc == nil {
+		var err error
+		if alloc, err = DefaultAllocator(); err != nil {
+			return nil, fmt.Errorf("iflib: %s: CPU topology: %w", c.name, err)
+		}
+	}
+	pl, err := alloc.Place(cpumap.Request{
+		Device:   c.name,
+		RxQueues: len(c.rxqs),
+		TxQueues: len(c.txqs),
+		Policy: cpumap.Policy{
+			CoreOffset:      c.cfg.CoreOffset,
+			SeparateTxRx:    c.cfg.SeparateTxRx,
+			UseLogicalCores: c.cfg.UseLogicalCores,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("iflib: %s: queue placement: %w", c.name, err)
+	}
+	return &placement{pl: pl}, nil
+}
+
+// Placement returns the printable queue-to-CPU map of the context.
+func (c *Context) Placement() string {
+	if c.placement == nil || c.placement.pl == nil {
+		return ""
+	}
+	return c.placement.pl.Map()
+}

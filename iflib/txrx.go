@@ -1,0 +1,111 @@
+package iflib
+
+import "github.com/goiflib/goiflib/busdma"
+
+// TxRx is struct if_txrx (sys/net/iflib.h): the driver's fast-path method
+// table. iflib calls every method from one goroutine per queue at a time
+// (the queue's consumer: the mp_ring drain, the txq lock holder, or the RX
+// task); methods never need their own locking for one queue, and must not
+// block or call back into iflib's transmit or receive paths.
+type TxRx interface {
+	// TxdEncap is ift_txd_encap (isc_txd_encap). Write the descriptors of one
+	// packet into TX queue pi.QSIdx starting at pi.PIdx, from
+	// pi.Segs[:pi.NSegs], and set pi.NewPIdx to the first free index after
+	// it (and optionally pi.NDescs). Request a completion report when
+	// pi.Flags has IPITxIntr. Use at most NSegs + TxPad descriptors. Do not
+	// ring the doorbell. Return nil, ErrEncapTooBig (EFBIG: iflib defrags
+	// and retries once) or another error (the packet is dropped and counted).
+	TxdEncap(pi *PktInfo) error
+	// TxdFlush is ift_txd_flush (isc_txd_flush): ring the doorbell of TX
+	// queue qid. pidx is ift_npending when the driver reports NDescs, else
+	// the new producer index. Called after the ring was synced PREWRITE.
+	TxdFlush(qid int, pidx int)
+	// TxdCreditsUpdate is ift_txd_credits_update. clear=false is a cheap
+	// probe (non-zero if any completion is pending, no state change);
+	// clear=true consumes completions and returns the number of descriptors
+	// completed since the last call. Called after the ring was synced
+	// POSTREAD.
+	TxdCreditsUpdate(qid int, clear bool) int
+	// RxdAvailable is ift_rxd_available: how many complete packets are ready
+	// in RX queue qid starting at descriptor cidx, counting to about budget.
+	RxdAvailable(qid int, cidx int, budget int) int
+	// RxdPktGet is ift_rxd_pkt_get: describe the packet at ri.CIdx in
+	// ri.Frags (free-list id, slot, length per fragment), ri.NFrags, ri.Len
+	// and the metadata, and consume its descriptors. An error makes iflib
+	// count it and reset the queue (IFC_DO_RESET).
+	RxdPktGet(ri *RxdInfo) error
+	// RxdRefill is ift_rxd_refill: write iru.Count buffer addresses into
+	// free list iru.FLIdx of RX queue iru.QSIdx at descriptors starting at
+	// iru.PIdx. Never more than MaxRxRefresh at once.
+	RxdRefill(iru *RxdUpdate)
+	// RxdFlush is ift_rxd_flush: publish the free list's producer index
+	// (Intel: write RDT). Called after the ring was synced PREREAD|PREWRITE.
+	RxdFlush(qid int, flid int, pidx int)
+}
+
+// IPI flags: if_pkt_info ipi_flags.
+const (
+	IPITxIntr = 0x1 // IPI_TX_INTR: request a completion report
+	IPITxIPv4 = 0x2 // IPI_TX_IPV4
+	IPITxIPv6 = 0x4 // IPI_TX_IPV6
+)
+
+// PktInfo is struct if_pkt_info: one TX packet handed to TxdEncap. iflib
+// fills every field except those marked (driver).
+type PktInfo struct {
+	Len       int              // ipi_len: m_pkthdr.len
+	Segs      []busdma.Segment // ipi_segs: txq->ift_segs, valid during TxdEncap only
+	NSegs     int              // ipi_nsegs
+	NDescs    int              // ipi_ndescs (driver): descriptors used, for count doorbells
+	QSIdx     int              // ipi_qsidx: TX queue-set index
+	PIdx      int              // ipi_pidx: first descriptor to use
+	NewPIdx   int              // ipi_new_pidx (driver): first free index after the packet
+	Flags     uint8            // ipi_flags: IPITx*
+	EHdrLen   uint8            // ipi_ehdrlen: 14, or 18 with a VLAN header
+	IPHLen    uint8            // ipi_ip_hlen
+	TCPHLen   uint8            // ipi_tcp_hlen
+	IPProto   uint8            // ipi_ipproto
+	IPTos     uint8            // ipi_ip_tos
+	EType     uint16           // ipi_etype
+	CsumFlags CsumFlags        // ipi_csum_flags
+	TSOSegSz  uint16           // ipi_tso_segsz
+	VTag      uint16           // ipi_vtag
+	TCPHFlags uint8            // ipi_tcp_hflags
+	TCPSeq    uint32           // ipi_tcp_seq
+	MFlags    MFlags           // ipi_mflags: m_flags & (M_VLANTAG|M_BCAST|M_MCAST)
+}
+
+// RxdFrag is struct if_rxd_frag: one buffer of a received packet.
+type RxdFrag struct {
+	FLID uint8  // irf_flid: free-list id
+	Idx  uint16 // irf_idx: software-descriptor slot in that free list
+	Len  uint16 // irf_len: bytes in this buffer
+}
+
+// RxdInfo is struct if_rxd_info: one received packet as the driver
+// describes it to RxdPktGet.
+type RxdInfo struct {
+	QSIdx     int       // iri_qsidx (iflib)
+	VTag      uint16    // iri_vtag (driver)
+	Len       int       // iri_len (driver): total length
+	CIdx      int       // iri_cidx (iflib; the driver advances it with a completion queue)
+	Frags     []RxdFrag // iri_frags (iflib provides MaxRxSegs entries)
+	NFrags    int       // iri_nfrags (driver): 0 means no packet
+	FlowID    uint32    // iri_flowid (driver)
+	CsumFlags CsumFlags // iri_csum_flags (driver)
+	CsumData  uint32    // iri_csum_data (driver)
+	Flags     MFlags    // iri_flags (driver): e.g. MVLANTag
+	RSSType   HashType  // iri_rsstype (driver)
+	Pad       int       // iri_pad (driver): bytes before the frame in the first buffer
+}
+
+// RxdUpdate is struct if_rxd_update: a batch of buffers for RxdRefill.
+type RxdUpdate struct {
+	PAddrs  []busdma.BusAddr // iru_paddrs: fl->ifl_bus_addrs
+	Idxs    []uint16         // iru_idxs: fl->ifl_rxd_idxs (software slots)
+	PIdx    int              // iru_pidx: first ring position
+	QSIdx   int              // iru_qsidx
+	Count   int              // iru_count (≤ MaxRxRefresh)
+	BufSize int              // iru_buf_size
+	FLIdx   int              // iru_flidx
+}
