@@ -48,8 +48,8 @@ type SharedCtx struct {
 // AttachPre (iflib has already put the ring sizes from the shared context
 // and the overrides in NTxd/NRxd).
 type SoftcCtx struct {
-	NTxQSets, NRxQSets       int // isc_ntxqsets, isc_nrxqsets (0: the maximum)
-	NTxQSetsMax, NRxQSetsMax int // isc_ntxqsets_max, isc_nrxqsets_max
+	NTxQSets, NRxQSets       int                  // isc_ntxqsets, isc_nrxqsets (0: the maximum)
+	NTxQSetsMax, NRxQSetsMax int                  // isc_ntxqsets_max, isc_nrxqsets_max
 	NTxd                     [MaxQueuesPerSet]int // isc_ntxd: descriptors per TX ring
 	NRxd                     [MaxQueuesPerSet]int // isc_nrxd
 	TxQSizes                 [MaxQueuesPerSet]int // isc_txqsizes: bytes per TX ring
@@ -107,14 +107,14 @@ type Config struct {
 	// SimpleMaxProducers is net.iflib.simple_max_producers for TxModeDRBR.
 	// nil means DefaultSimpleMaxProducers (1); 0 means always take the lock.
 	SimpleMaxProducers *int
-	SimpleDrainQuota   int // net.iflib.simple_drain_quota (0: 8)
-	DRBRSize           int // drbr ring size (0: DefaultDRBRSize)
-	MinTxLatency       bool // net.iflib.min_tx_latency
-	NoTxBatch          bool // net.iflib.no_tx_batch
-	TxReclaimThresh    int  // tx_reclaim_thresh (≤ ntxd/2)
-	RxBudget           int  // rx_budget (0: 16)
-	OverrideNTxQs      int  // override_ntxqs (0: driver)
-	OverrideNRxQs      int  // override_nrxqs (0: driver)
+	SimpleDrainQuota   int                  // net.iflib.simple_drain_quota (0: 8)
+	DRBRSize           int                  // drbr ring size (0: DefaultDRBRSize)
+	MinTxLatency       bool                 // net.iflib.min_tx_latency
+	NoTxBatch          bool                 // net.iflib.no_tx_batch
+	TxReclaimThresh    int                  // tx_reclaim_thresh (≤ ntxd/2)
+	RxBudget           int                  // rx_budget (0: 16)
+	OverrideNTxQs      int                  // override_ntxqs (0: driver)
+	OverrideNRxQs      int                  // override_nrxqs (0: driver)
 	OverrideNTxds      [MaxQueuesPerSet]int // override_ntxds (0: driver default)
 	OverrideNRxds      [MaxQueuesPerSet]int // override_nrxds
 

@@ -38,10 +38,10 @@ type freeList struct {
 	zone    *Zone      // ifl_zone
 	cache   *ZoneCache // the queue's bucket in front of zone
 
-	sdMap  []*busdma.Map     // ifsd_map
-	sdCl   []*Packet         // ifsd_cl (with the ifsd_m role, see above)
-	sdBA   []busdma.BusAddr  // ifsd_ba
-	bitmap []uint64          // ifl_rx_bitmap: set = posted
+	sdMap  []*busdma.Map    // ifsd_map
+	sdCl   []*Packet        // ifsd_cl (with the ifsd_m role, see above)
+	sdBA   []busdma.BusAddr // ifsd_ba
+	bitmap []uint64         // ifl_rx_bitmap: set = posted
 
 	pidx    int // ifl_pidx
 	cidx    int // ifl_cidx

@@ -43,20 +43,20 @@ type rxq struct {
 // rxqStats are the RX counters (interface counters and the debug counters
 // of reference §10.1 that concern RX).
 type rxqStats struct {
-	iPackets     atomic.Uint64 // IFCOUNTER_IPACKETS (rx_pkts)
-	iBytes       atomic.Uint64 // IFCOUNTER_IBYTES
-	iqDrops      atomic.Uint64 // IFCOUNTER_IQDROPS: no packet for a copy
-	iErrors      atomic.Uint64 // IFCOUNTER_IERRORS: bad packets from the device
-	copies       atomic.Uint64 // small packets copied (RX_COPY_THRESH path)
-	filtered     atomic.Uint64 // dropped by the early-drop filter (pfil), recycled
-	rxUnavail    atomic.Uint64 // rx_unavail
-	rxIfInput    atomic.Uint64 // rx_if_input: input calls
-	rxdFlush     atomic.Uint64 // rxd_flush
-	resets       atomic.Uint64 // IFC_DO_RESET requests from this queue
-	watchdogs    atomic.Uint64 // RX watchdog arms after EMPTY
-	intrEnables  atomic.Uint64 // rx_intr_enables
-	taskRuns     atomic.Uint64 // task_fn_rx
-	ctxInactive  atomic.Uint64 // rx_ctx_inactive
+	iPackets    atomic.Uint64 // IFCOUNTER_IPACKETS (rx_pkts)
+	iBytes      atomic.Uint64 // IFCOUNTER_IBYTES
+	iqDrops     atomic.Uint64 // IFCOUNTER_IQDROPS: no packet for a copy
+	iErrors     atomic.Uint64 // IFCOUNTER_IERRORS: bad packets from the device
+	copies      atomic.Uint64 // small packets copied (RX_COPY_THRESH path)
+	filtered    atomic.Uint64 // dropped by the early-drop filter (pfil), recycled
+	rxUnavail   atomic.Uint64 // rx_unavail
+	rxIfInput   atomic.Uint64 // rx_if_input: input calls
+	rxdFlush    atomic.Uint64 // rxd_flush
+	resets      atomic.Uint64 // IFC_DO_RESET requests from this queue
+	watchdogs   atomic.Uint64 // RX watchdog arms after EMPTY
+	intrEnables atomic.Uint64 // rx_intr_enables
+	taskRuns    atomic.Uint64 // task_fn_rx
+	ctxInactive atomic.Uint64 // rx_ctx_inactive
 }
 
 func (c *Context) newRxq(id int, rings []RingMem, low busdma.BusAddr) (*rxq, error) {

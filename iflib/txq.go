@@ -41,10 +41,10 @@ const (
 // reclaim, or by the error paths of encap.
 type txq struct {
 	ctx  *Context
-	id   int    // ift_id
-	size int    // ift_size: descriptors
-	mask int    // size - 1
-	pad  int    // ift_pad (isc_tx_pad)
+	id   int     // ift_id
+	size int     // ift_size: descriptors
+	mask int     // size - 1
+	pad  int     // ift_pad (isc_tx_pad)
 	ring RingMem // ift_ifdi
 
 	tag    *busdma.Tag   // ift_buf_tag

@@ -14,15 +14,15 @@ import (
 
 // Config describes one simulated NIC.
 type Config struct {
-	Name      string       // busdma device name and driver unit name; default "simnic"
-	Unit      int          // unit number (dev.simnic.<unit>)
-	Queues    int          // TX and RX queue sets; default 1
-	NTxd      int          // TX descriptors per ring; default 1024
-	NRxd      int          // RX descriptors per ring; default 1024
-	RxBufSize int          // RX cluster size; default 2048 (MCLBYTES)
-	MaxFrame  int          // largest frame accepted; default 9018 (jumbo)
-	FIFO      int          // receive FIFO frames (power of two); default 1024
-	TxSegs    int          // segments per TX packet the driver allows; default 32
+	Name      string // busdma device name and driver unit name; default "simnic"
+	Unit      int    // unit number (dev.simnic.<unit>)
+	Queues    int    // TX and RX queue sets; default 1
+	NTxd      int    // TX descriptors per ring; default 1024
+	NRxd      int    // RX descriptors per ring; default 1024
+	RxBufSize int    // RX cluster size; default 2048 (MCLBYTES)
+	MaxFrame  int    // largest frame accepted; default 9018 (jumbo)
+	FIFO      int    // receive FIFO frames (power of two); default 1024
+	TxSegs    int    // segments per TX packet the driver allows; default 32
 	Checker   *busdma.Checker
 	// LineRate is the wire speed in bits/s (with 20 bytes of preamble and
 	// inter-frame gap and a 4-byte FCS per frame); 0 is unlimited, for
