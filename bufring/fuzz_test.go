@@ -1,0 +1,101 @@
+package bufring
+
+import (
+	"math"
+	"testing"
+)
+
+// FuzzRing drives one ring from a byte string of operations and checks every
+// answer against a slice model: FIFO order, exact full/empty/count, drops,
+// peek/putback. The first byte picks the starting index near the uint32 wrap.
+func FuzzRing(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 1, 1, 1, 1})
+	f.Add([]byte{3, 0, 2, 3, 4, 5, 6, 7, 2, 1, 5})
+	f.Add([]byte{255, 4, 4, 4, 0, 6, 6, 7, 7, 1})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) == 0 {
+			return
+		}
+		r := newRingAt[int](t, 8, math.MaxUint32-uint32(ops[0]))
+		var model []int
+		var drops uint64
+		next := 0
+		buf := make([]int, 8)
+		for _, op := range ops[1:] {
+			k := int(op>>3) % 8 // burst length
+			switch op % 8 {
+			case 0: // Enqueue
+				next++
+				err := r.Enqueue(next)
+				if len(model) < 7 {
+					model = append(model, next)
+					if err != nil {
+						t.Fatalf("Enqueue with %d items: %v", len(model)-1, err)
+					}
+				} else if err != ErrFull {
+					t.Fatalf("Enqueue on full ring: %v", err)
+				} else {
+					drops++
+				}
+			case 1, 2: // DequeueSC, DequeueMC
+				var v int
+				var ok bool
+				if op%8 == 1 {
+					v, ok = r.DequeueSC()
+				} else {
+					v, ok = r.DequeueMC()
+				}
+				if ok != (len(model) > 0) || ok && v != model[0] {
+					t.Fatalf("dequeue = %d, %v; model %v", v, ok, model)
+				}
+				if ok {
+					model = model[1:]
+				}
+			case 3: // EnqueueBurst of k
+				vs := make([]int, k)
+				for i := range vs {
+					next++
+					vs[i] = next
+				}
+				fit := min(k, 7-len(model))
+				if n := r.EnqueueBurst(vs); n != fit {
+					t.Fatalf("EnqueueBurst(%d) = %d, want %d", k, n, fit)
+				}
+				model = append(model, vs[:fit]...)
+				drops += uint64(k - fit)
+			case 4, 5: // DequeueBurstSC / MC into k
+				var n int
+				if op%8 == 4 {
+					n = r.DequeueBurstSC(buf[:k])
+				} else {
+					n = r.DequeueBurstMC(buf[:k])
+				}
+				if want := min(k, len(model)); n != want || !equal(buf[:n], model[:n]) {
+					t.Fatalf("burst dequeue %d = %v, model %v", k, buf[:n], model)
+				}
+				model = model[n:]
+			case 6: // Peek + Putback
+				v, ok := r.Peek()
+				if ok != (len(model) > 0) || ok && v != model[0] {
+					t.Fatalf("Peek = %d, %v; model %v", v, ok, model)
+				}
+				err := r.TryPutback(-k)
+				if ok != (err == nil) {
+					t.Fatalf("TryPutback = %v with %d items", err, len(model))
+				}
+				if ok {
+					model[0] = -k
+				}
+			case 7: // Advance
+				r.Advance()
+				if len(model) > 0 {
+					model = model[1:]
+				}
+			}
+			if r.Count() != len(model) || r.Full() != (len(model) == 7) || r.Empty() != (len(model) == 0) || r.Drops() != drops {
+				t.Fatalf("count %d full %v empty %v drops %d; model %v drops %d",
+					r.Count(), r.Full(), r.Empty(), r.Drops(), model, drops)
+			}
+		}
+	})
+}
