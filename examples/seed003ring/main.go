@@ -1,0 +1,98 @@
+// Command seed003ring reproduces seed 003's fan-in comparison at ring level:
+// 1, 2, 4, 8, 16, 32 and 64 sender goroutines into one transmit queue whose
+// consumer pays a fixed encap cost per packet, for iflib's mp_ring (with and
+// without tx_abdicate), the drbr deferred simple_tx (bufring.DRBR, max
+// producers 1 and unlimited), and the plain mutex simple_tx. It prints the
+// median Mitems/s of -count runs beside the seed's Gb/s, and both normalised
+// to simple_tx at fan-in 1, so the shapes can be compared.
+//
+// The same comparison runs as a benchmark:
+//
+//	go test -run '^$' -bench Seed003 -count 3 ./examples/seed003ring/
+//
+// A package of its own because the leaf packages mpring and bufring must not
+// import each other.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	items := flag.Int("items", 1<<20, "packets per run")
+	count := flag.Int("count", 3, "runs per variant and fan-in (the median is printed)")
+	encap := flag.Int("encap", defaultRounds, "encap cost, in rounds of hash per packet")
+	gen := flag.Int("gen", defaultRounds, "sender's packet-building cost, in rounds of hash per packet")
+	flag.Parse()
+	if *items < 1 || *count < 1 || *encap < 0 || *gen < 0 {
+		fmt.Fprintln(os.Stderr, "seed003ring: -items and -count must be ≥ 1, -encap and -gen ≥ 0")
+		os.Exit(2)
+	}
+	c := cost{encap: *encap, gen: *gen}
+	start := time.Now()
+	now := func() float64 { return time.Since(start).Seconds() }
+
+	rate := make(map[string][]float64) // variant → median items/s per fan-in
+	drop := make(map[string][]float64) // variant → median drop fraction per fan-in
+	for _, fanIn := range fanIns {
+		for _, v := range variants {
+			var rates, drops []float64
+			for range *count {
+				res, err := run(v, fanIn, *items, c, now)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "seed003ring: %s fan-in %d: %v\n", v.name, fanIn, err)
+					os.Exit(1)
+				}
+				rates = append(rates, res.itemsPerSec())
+				drops = append(drops, res.dropFraction())
+			}
+			rate[v.name] = append(rate[v.name], median(rates))
+			drop[v.name] = append(drop[v.name], median(drops))
+		}
+	}
+
+	fmt.Printf("seed 003 at ring level: %d packets per run, median of %d, encap %d / gen %d rounds, %s\n\n",
+		*items, *count, c.encap, c.gen, describeCPUs())
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := []string{"variant", "unit"}
+	for _, f := range fanIns {
+		header = append(header, fmt.Sprint(f))
+	}
+	fmt.Fprintln(w, strings.Join(header, "\t")+"\t")
+	base := rate["simple_tx"][0]
+	for _, v := range variants {
+		row(w, v.name, "Mitems/s", rate[v.name], func(x float64) string { return fmt.Sprintf("%.2f", x/1e6) })
+		row(w, "", "÷ simple_tx@1", rate[v.name], func(x float64) string { return fmt.Sprintf("%.2f", x/base) })
+		if slices.ContainsFunc(drop[v.name], func(x float64) bool { return x > 0 }) {
+			row(w, "", "drop %", drop[v.name], func(x float64) string { return fmt.Sprintf("%.0f", 100*x) })
+		}
+		if v.seed != nil {
+			row(w, "", "seed Gb/s", v.seed, func(x float64) string { return fmt.Sprintf("%.0f", x) })
+			row(w, "", "seed ÷ 44", v.seed, func(x float64) string { return fmt.Sprintf("%.2f", x/44) })
+		}
+	}
+	w.Flush()
+}
+
+func row(w *tabwriter.Writer, name, unit string, xs []float64, f func(float64) string) {
+	cells := []string{name, unit}
+	for _, x := range xs {
+		cells = append(cells, f(x))
+	}
+	fmt.Fprintln(w, strings.Join(cells, "\t")+"\t")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// benchCost is the per-packet work of the benchmark: encap and packet
+// generation cost the same, as in the seed, where one sender alone reached
+// simple_tx's ceiling (44 Gb/s) and two deferring senders doubled it.
+var benchCost = cost{encap: defaultRounds, gen: defaultRounds}
+
+func seconds() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+// BenchmarkSeed003 is seed 003's fan-in comparison at ring level: fanIn
+// goroutines send b.N packets in total into one queue whose consumer pays a
+// fixed encap cost per packet. items/s counts packets encapped; drop-% those
+// the mp_ring refused (the other modes never drop).
+func BenchmarkSeed003(b *testing.B) {
+	for _, v := range variants {
+		for _, fanIn := range fanIns {
+			b.Run(fmt.Sprintf("%s/fanin=%d", v.name, fanIn), func(b *testing.B) {
+				b.ReportAllocs()
+				res, err := run(v, fanIn, b.N, benchCost, seconds)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(res.itemsPerSec(), "items/s")
+				b.ReportMetric(100*res.dropFraction(), "drop-%")
+			})
+		}
+	}
+}
+
+// TestEveryPacketAccountedFor runs each variant briefly at each fan-in and
+// checks that every packet was encapped or counted as dropped, and that the
+// modes which never drop did not.
+func TestEveryPacketAccountedFor(t *testing.T) {
+	for _, v := range variants {
+		for _, fanIn := range fanIns {
+			res, err := run(v, fanIn, 5000, cost{encap: 1, gen: 1}, seconds)
+			if err != nil {
+				t.Fatalf("%s fan-in %d: %v (%+v)", v.name, fanIn, err, res)
+			}
+			if v.name != "mpring" && v.name != "mpring-abdicate" && res.dropped != 0 {
+				t.Errorf("%s fan-in %d dropped %d", v.name, fanIn, res.dropped)
+			}
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
