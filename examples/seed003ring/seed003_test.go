@@ -39,7 +39,7 @@ func BenchmarkSeed003(b *testing.B) {
 func TestEveryPacketAccountedFor(t *testing.T) {
 	for _, v := range variants {
 		for _, fanIn := range fanIns {
-			res, err := run(v, fanIn, 5000, cost{encap: 1, gen: 1}, seconds)
+			res, err := run(v, fanIn, 2000, cost{encap: 1, gen: 1}, seconds)
 			if err != nil {
 				t.Fatalf("%s fan-in %d: %v (%+v)", v.name, fanIn, err, res)
 			}
