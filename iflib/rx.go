@@ -381,3 +381,39 @@ func (q *rxq) armWatchdog() {
 	}
 	q.wdog.Reset(time.Millisecond)
 }
+
+// RxZones returns the packet zones behind the free lists, for accounting
+// (every cluster is back in its zone after Stop).
+func (c *Context) RxZones() []*Zone {
+	var zs []*Zone
+	for _, q := range c.rxqs {
+		for _, fl := range q.fls {
+			zs = append(zs, fl.zone)
+		}
+	}
+	return zs
+}
+
+// RxStats are one RX queue's counters of interest to tests and benchmarks.
+type RxStats struct {
+	Packets, Bytes, Copies, Filtered, IQDrops, IErrors uint64
+	MapLoads, BAReuses, AllocFails, LoadFails          uint64
+	Watchdogs, Resets                                  uint64
+}
+
+// RxQueueStats sums the counters of RX queue qid and its free lists.
+func (c *Context) RxQueueStats(qid int) RxStats {
+	q := c.rxqs[qid]
+	s := RxStats{
+		Packets: q.st.iPackets.Load(), Bytes: q.st.iBytes.Load(), Copies: q.st.copies.Load(),
+		Filtered: q.st.filtered.Load(), IQDrops: q.st.iqDrops.Load(), IErrors: q.st.iErrors.Load(),
+		Watchdogs: q.st.watchdogs.Load(), Resets: q.st.resets.Load(),
+	}
+	for _, fl := range q.fls {
+		s.MapLoads += fl.loads.Load()
+		s.BAReuses += fl.reuses.Load()
+		s.AllocFails += fl.allocFails.Load()
+		s.LoadFails += fl.loadFails.Load()
+	}
+	return s
+}

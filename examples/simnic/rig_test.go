@@ -97,6 +97,11 @@ func (r *rig) close() {
 	if a, s := r.zone.Available(), r.zone.Size(); a != s {
 		r.t.Errorf("tx zone: %d of %d packets back", a, s)
 	}
+	for _, z := range r.ctx.RxZones() {
+		if a, s := z.Available(), z.Size(); a != s {
+			r.t.Errorf("rx zone %s: %d of %d packets back", z.Name(), a, s)
+		}
+	}
 	if err := r.nic.Bus().Close(); err != nil {
 		r.t.Errorf("bus close: %v", err)
 	}
