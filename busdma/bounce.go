@@ -20,13 +20,17 @@ type bouncePool struct {
 	head  int
 	free  int
 	total int
+	// bottom and top are the lowest and highest bus addresses of the zone's
+	// pages (immutable).
+	bottom, top BusAddr
 	// Counters with FreeBSD's sysctl names (hw.busdma.zoneN.*).
 	bounced atomic.Uint64 // total_bounced: syncs that copied; written by map owners without mu
 	failed  uint64        // loads refused for lack of pages (NOWAIT: no deferral)
 }
 
-func newBouncePool(first, n int) *bouncePool {
-	bp := &bouncePool{ring: make([]int32, n), free: n, total: n}
+func newBouncePool(pm *physMem, first, n int) *bouncePool {
+	bp := &bouncePool{ring: make([]int32, n), free: n, total: n,
+		bottom: pm.phys[first], top: pm.phys[first+n-1] + PageSize - 1}
 	for i := range bp.ring {
 		bp.ring[i] = int32(first + i)
 	}
@@ -65,6 +69,14 @@ func (bp *bouncePool) give(pages []int32) {
 		bp.free++
 	}
 	bp.mu.Unlock()
+}
+
+func (bp *bouncePool) noteFailure() {
+	if bp != nil {
+		bp.mu.Lock()
+		bp.failed++
+		bp.mu.Unlock()
+	}
 }
 
 func (bp *bouncePool) countBounce() { bp.bounced.Add(1) }

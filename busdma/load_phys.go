@@ -54,7 +54,10 @@ func (b *physBackend) loadBuf(m *Map, bi int, buf []byte, segs []Segment, start 
 	if t.couldBounce && !m.nobounce {
 		need := b.countBounce(m, off, len(buf))
 		if need > 0 {
-			if b.bp == nil {
+			// The zone's pages must themselves be reachable (FreeBSD sizes a
+			// zone per lowaddr; this pool is one fixed zone).
+			if b.bp == nil || (b.bp.top > t.lowaddr && b.bp.bottom <= t.highaddr) {
+				b.bp.noteFailure()
 				return segs, ErrNoMem
 			}
 			var err error
@@ -80,7 +83,7 @@ func (b *physBackend) countBounce(m *Map, off, n int) int {
 		pa := b.pm.phys[off>>pageShift] + BusAddr(off&pageMask)
 		maxsg := min(n, t.maxsegsz)
 		sg := PageSize - int(pa&pageMask)
-		if t.mustBounce(pa) {
+		if t.mustBounce(pa, min(sg, maxsg)) {
 			sg = b.bounceLen(t, sg, maxsg)
 			count++
 		} else {
@@ -117,7 +120,7 @@ func (b *physBackend) walkSegs(m *Map, bi, off, n int, segs []Segment, start int
 		maxsg := min(n-done, t.maxsegsz)
 		sg := PageSize - int(pa&pageMask)
 		bounce := -1
-		if t.couldBounce && !m.nobounce && t.mustBounce(pa) {
+		if t.couldBounce && !m.nobounce && t.mustBounce(pa, min(sg, maxsg)) {
 			sg = b.bounceLen(t, sg, maxsg)
 			bounce = len(m.bounced)
 			pg := m.bpages[bounce] // add_bounce_page

@@ -138,7 +138,7 @@ func NewSimSpace(cfg SimConfig) (*SimSpace, error) {
 	s.allocZ = newZone(pm, 0, na)
 	s.contigZ = newZone(pm, na, nc)
 	if nb > 0 {
-		s.bp = newBouncePool(na+nc, nb)
+		s.bp = newBouncePool(pm, na+nc, nb)
 	}
 	return s, nil
 }

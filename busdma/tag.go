@@ -118,10 +118,13 @@ func NewTag(parent *Tag, cfg TagConfig) (*Tag, error) {
 	return t, nil
 }
 
-// mustBounce is run_filter / must_bounce: the page at a lies in the
-// exclusion window or is misaligned.
-func (t *Tag) mustBounce(a BusAddr) bool {
-	return (a > t.lowaddr && a <= t.highaddr) || uint64(a)&(t.alignment-1) != 0
+// mustBounce is run_filter / must_bounce: the chunk [a, a+n) reaches into
+// the exclusion window or starts misaligned. FreeBSD tests only the chunk's
+// first byte, which is the same when lowaddr+1 is page aligned (as
+// BUS_SPACE_MAXADDR_32BIT and every DMA_WIDTH_TO_BUS_LOWADDR value are);
+// testing the last byte as well keeps any lowaddr exact.
+func (t *Tag) mustBounce(a BusAddr, n int) bool {
+	return (a+BusAddr(n)-1 > t.lowaddr && a <= t.highaddr) || uint64(a)&(t.alignment-1) != 0
 }
 
 // boundOK is vm_addr_bound_ok: [a, a+n) crosses no multiple of boundary.
