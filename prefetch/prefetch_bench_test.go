@@ -26,9 +26,11 @@ import (
 //     "read" only loads a field; "work" also does about 20 ns of dependent
 //     arithmetic per element, like a stack touching the packet, which limits
 //     how many misses the CPU's own out-of-order window overlaps.
-//   - ScatteredPaired: the same walks with all distances interleaved in one
-//     timed loop, reporting per-distance medians and speedups; the figures to
-//     quote on a shared, noisy machine.
+//   - Paired: each walk with all distances (and the call-only control)
+//     interleaved in one timed loop, reporting per-distance medians and
+//     speedups; the figures to quote on a shared, noisy machine. Built with
+//     -tags purego it measures the loop's own cost of the d > 0 branch and
+//     index, since the prefetch then compiles to nothing.
 //   - Resident: the same walk over 256 objects (16 KiB, L1-resident): every
 //     prefetch is pure overhead.
 //   - Sequential: the 64 MiB slab walked in address order, which the hardware
@@ -224,19 +226,30 @@ func BenchmarkCall(b *testing.B) {
 	runtime.KeepAlive(buf)
 }
 
-// BenchmarkScatteredPaired runs the Scattered walk for every distance in
-// interleaved blocks of pairedBlock elements within one timed loop, rotating
-// which distance goes first, and reports each distance's median ns/element
-// over its blocks and the ratio of no prefetch to it ("speedup", above 1 means
-// prefetch helped). On a machine shared with other work, load changes between
-// separate sub-benchmarks and a block that was descheduled is an outlier; here
-// every distance sees the same load and the median drops the outliers, so the
-// ratios are the figures to trust.
-func BenchmarkScatteredPaired(b *testing.B) {
-	for _, mode := range []string{"read", "work"} {
-		b.Run(mode, func(b *testing.B) {
-			ptrs := big().scattered
-			work := mode == "work"
+// BenchmarkPaired runs a walk for every case in interleaved blocks of
+// pairedBlock elements within one timed loop, rotating which case goes first,
+// and reports each case's median ns/element over its blocks and the ratio of
+// no prefetch to it ("speedup", above 1 means prefetch helped). On a machine
+// shared with other work, load changes between separate sub-benchmarks and a
+// block that was descheduled is an outlier; here every case sees the same load
+// and the median drops the outliers, so the ratios are the figures to trust.
+// The walks are Scattered ("read" and "work"), Sequential and Resident.
+func BenchmarkPaired(b *testing.B) {
+	small := newDataset(smallObjects)
+	walks := []struct {
+		name string
+		ptrs func() []*object
+		work bool
+	}{
+		{"scattered-read", func() []*object { return big().scattered }, false},
+		{"scattered-work", func() []*object { return big().scattered }, true},
+		{"sequential-read", func() []*object { return big().sequential }, false},
+		{"resident-read", func() []*object { return small.scattered }, false},
+	}
+	for _, w := range walks {
+		b.Run(w.name, func(b *testing.B) {
+			ptrs := w.ptrs()
+			work := w.work
 			b.ReportAllocs()
 			walk(ptrs, len(ptrs), 0, false, false)
 			var samples [len(pairedCases)][]float64
@@ -264,7 +277,7 @@ func BenchmarkScatteredPaired(b *testing.B) {
 			}
 			b.StopTimer()
 			if len(samples[0]) == 0 {
-				return // b.N too small for one full block per distance
+				return // b.N too small for one full block per case
 			}
 			base := median(samples[0])
 			for k, c := range pairedCases {
