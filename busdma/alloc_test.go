@@ -74,6 +74,9 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 func TestConcurrentMapsAndDevice(t *testing.T) {
 	for _, sp := range steadySpaces(t) {
 		t.Run(sp.name, func(t *testing.T) {
+			_ = concurrentRun(t, sp.s, sp.low, nil)
+		})
+		t.Run(sp.name+"-checker", func(t *testing.T) {
 			_ = concurrentRun(t, sp.s, sp.low, busdmaNewCheckerFor(t))
 		})
 	}

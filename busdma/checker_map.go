@@ -1,11 +1,15 @@
 package busdma
 
-import "sync"
+import (
+	"bytes"
+	"sync"
+)
 
 // devCheck is a checked device's registry of current mappings.
 //
 // Invariants: pages[f] lists every loaded map with a piece touching bus page
-// f; maps is the set of loaded maps. Everything here and in every mapCheck of
+// f (entries are never deleted, so reloading a page allocates nothing); maps
+// is the set of loaded maps. Everything here and in every mapCheck of
 // the device is guarded by mu, which orders CPU-side syncs against
 // device-side accesses.
 type devCheck struct {
@@ -91,11 +95,8 @@ func (d *Device) unregister(m *Map) {
 					break
 				}
 			}
-			if len(l) == 0 {
-				delete(dc.pages, f)
-			} else {
-				dc.pages[f] = l
-			}
+			dc.pages[f] = l // kept when empty: its capacity serves the next load
+
 		}
 	}
 	delete(dc.maps, m)
@@ -211,9 +212,9 @@ func (d *Device) checkedAccess(a BusAddr, buf []byte, write bool) error {
 		}
 		if write {
 			copy(mem, buf[:n])
-			for i := o; i < o+n; i++ {
-				if !c.devDirty[i] {
-					c.devDirty[i] = true
+			for i, dirty := range c.devDirty[o : o+n] {
+				if !dirty {
+					c.devDirty[o+i] = true
 					c.ndev++
 				}
 			}
@@ -234,6 +235,9 @@ func (d *Device) checkedAccess(a BusAddr, buf []byte, write bool) error {
 // cpuChanged reports whether cpu differs from mem in a byte the device did
 // not write.
 func (c *mapCheck) cpuChanged(cpu, mem []byte, o int) bool {
+	if c.ndev == 0 {
+		return !bytes.Equal(cpu, mem)
+	}
 	for i := range cpu {
 		if cpu[i] != mem[i] && !c.devDirty[o+i] {
 			return true
