@@ -14,6 +14,13 @@
 // should keep every prefetch point behind a flag that is off by default and
 // turned on only where a benchmark (see prefetch_bench_test.go) shows a gain.
 //
+// Go has no prefetch intrinsic outside the runtime, so each call here is a real
+// call into an assembly stub that the compiler cannot inline, and Go's calling
+// convention has no callee-saved registers: the caller spills and reloads its
+// live values around it. In a tight loop that overhead, not the prefetch, is
+// often the larger cost (BenchmarkCall, and the call-only control of
+// BenchmarkPaired). Prefer one Lines call over several Addr calls.
+//
 // A prefetch is a hint: it never faults, never blocks and never changes memory,
 // so any address — nil, unmapped, freed, misaligned — is safe to pass.
 package prefetch
