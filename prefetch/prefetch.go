@@ -19,7 +19,7 @@
 // convention has no callee-saved registers: the caller spills and reloads its
 // live values around it. In a tight loop that overhead, not the prefetch, is
 // often the larger cost (BenchmarkCall, and the call-only control of
-// BenchmarkPaired). Prefer one Lines call over several Addr calls.
+// BenchmarkPaired). Lines pays that overhead once for a run of lines.
 //
 // A prefetch is a hint: it never faults, never blocks and never changes memory,
 // so any address — nil, unmapped, freed, misaligned — is safe to pass.
