@@ -66,9 +66,19 @@ func (r Report) String() string {
 // (DeviceConfig.Checker). It makes every checked map model a non-coherent
 // machine: the device sees a copy of the CPU buffer ("memory") that PREWRITE
 // refreshes and POSTREAD copies device-written bytes back from, so a missing
-// sync both changes the data the other side sees and is reported. A Checker
-// may serve several devices and is safe for concurrent use; its own state is
-// guarded by mu. The busdmatest package wires one to a testing.TB.
+// sync both changes the data the other side sees and is reported:
+//
+//   - a device read of a map not PREWRITE-synced since its load, or of bytes
+//     the CPU changed after the last PREWRITE (KindNoPreWrite);
+//   - device-written bytes still staged (never POSTREAD) when the map is
+//     unloaded or re-posted with PREREAD alone (KindNoPostRead). PREREAD
+//     together with PREWRITE is a ring sync (iflib_txd_db_check) and may
+//     legally leave write-backs pending; a later PREWRITE never overwrites
+//     bytes the device wrote.
+//
+// Device accesses outside every current mapping fail with ErrFault. A
+// Checker may serve several devices and is safe for concurrent use; its own
+// state is guarded by mu. The busdmatest package wires one to a testing.TB.
 type Checker struct {
 	mu      sync.Mutex
 	reports []Report // guarded by mu

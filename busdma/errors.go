@@ -31,10 +31,8 @@ var (
 	ErrFault = errors.New("busdma: DMA fault")
 	// ErrLeak: Device.Close found maps still loaded.
 	ErrLeak = errors.New("busdma: maps still loaded at teardown")
-	// ErrClosed: the device was closed.
+	// ErrClosed: the device (or pagemap space) was closed.
 	ErrClosed = errors.New("busdma: device closed")
-	// ErrForeignTag: a map, tag or memory of another device was passed.
-	ErrForeignTag = errors.New("busdma: object belongs to another device")
 )
 
 // TagError reports an invalid bus_dma_tag_create argument. It matches

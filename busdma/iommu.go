@@ -81,7 +81,7 @@ func NewIOMMUSpace(cfg IOMMUConfig) (*IOMMUSpace, error) {
 	if cfg.MaxFaults == 0 {
 		cfg.MaxFaults = 1024
 	}
-	if cfg.IOVABase&pageMask != 0 || cfg.IOVASize < PageSize || cfg.IOVASize > 1<<40 || cfg.MapCost < 0 || cfg.UnmapCost < 0 {
+	if cfg.IOVABase&pageMask != 0 || cfg.IOVASize < PageSize || uint64(cfg.IOVASize) > 1<<40 || cfg.MapCost < 0 || cfg.UnmapCost < 0 {
 		return nil, fmt.Errorf("%w: bad IOMMUConfig", ErrInvalid)
 	}
 	if cfg.Sim.Name == "" {

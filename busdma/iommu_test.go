@@ -139,3 +139,31 @@ func TestIOMMUSpaceExhausted(t *testing.T) {
 		t.Fatalf("lowaddr below the IOVA base: %v", err)
 	}
 }
+
+func TestIOMMUCostCountsWork(t *testing.T) {
+	s, d := iommuDev(t, busdma.IOMMUConfig{MapCost: 100, UnmapCost: 100}, busdmatest.NewChecker(t))
+	defer d.Close()
+	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 16, NSegments: 4, MaxSegSize: 1 << 16})
+	m := mustMap(t, tag)
+	buf := mustAlloc(t, s, 2048, 2048)
+	var segs []busdma.Segment
+	for range 10 {
+		var err error
+		if segs, err = m.Load(buf, segs[:0]); err != nil {
+			t.Fatal(err)
+		}
+		_ = m.Unload()
+	}
+	if st := s.Stats(); st.Maps != 10 || st.Unmaps != 10 || st.PagesMapped != 10 {
+		t.Fatalf("%+v", st)
+	}
+	if _, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{MapCost: -1}); !errors.Is(err, busdma.ErrInvalid) {
+		t.Fatal(err)
+	}
+	if _, err := busdma.NewSimSpace(busdma.SimConfig{Base: 0x123}); !errors.Is(err, busdma.ErrInvalid) {
+		t.Fatal(err)
+	}
+	if _, err := busdma.NewSimSpace(busdma.SimConfig{Base: 0x0100_0000}); !errors.Is(err, busdma.ErrInvalid) {
+		t.Fatalf("arena overlapping the contig zone: %v", err)
+	}
+}

@@ -26,7 +26,7 @@ const (
 // SimConfig configures a [SimSpace]. The zero value works.
 type SimConfig struct {
 	Name   string // default "sim"
-	Size   int    // bytes of the Alloc arena; default 8 MiB (rounded up to pages)
+	Size   int    // bytes of the Alloc arena; default 32 MiB (rounded up to pages)
 	Layout Layout
 	// Base is the first physical address of the low arena window; default
 	// 0x4000_0000 (1 GiB).
@@ -59,7 +59,7 @@ type SimSpace struct {
 
 // Simulated physical address defaults (see SimConfig).
 const (
-	defaultSimSize     = 8 << 20
+	defaultSimSize     = 32 << 20
 	defaultSimBase     = BusAddr(0x4000_0000)
 	defaultHighBase    = BusAddr(0x1_0000_0000)
 	defaultContigSize  = 2 << 20

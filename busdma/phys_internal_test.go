@@ -1,0 +1,63 @@
+package busdma
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// pageOfAddr against a brute-force search, with enough far-apart frames to
+// take the binary-search path.
+func TestPageOfAddrManyBanks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pm := &physMem{phys: make([]BusAddr, 300)}
+	used := map[BusAddr]bool{}
+	for i := range pm.phys {
+		for {
+			a := BusAddr(rng.Uint64N(1<<36)) &^ pageMask
+			if !used[a] {
+				used[a] = true
+				pm.phys[i] = a
+				break
+			}
+		}
+	}
+	if !pm.buildBanks(64) {
+		t.Fatal("buildBanks")
+	}
+	if len(pm.banks) <= 4 {
+		t.Fatalf("only %d banks", len(pm.banks))
+	}
+	for i, a := range pm.phys {
+		if got := pm.pageOfAddr(a + 123); got != int32(i) {
+			t.Fatalf("page of %#x = %d, want %d", uint64(a), got, i)
+		}
+		if !used[a+PageSize] {
+			if got := pm.pageOfAddr(a + PageSize); got != -1 {
+				t.Fatalf("absent frame %#x gave page %d", uint64(a+PageSize), got)
+			}
+		}
+	}
+	if pm.pageOfAddr(0) != -1 && !used[0] {
+		t.Fatal("frame 0")
+	}
+	pm.phys[1] = pm.phys[0]
+	pm.banks = nil
+	if pm.buildBanks(64) {
+		t.Fatal("duplicate frame accepted")
+	}
+}
+
+func TestStrings(t *testing.T) {
+	if s := (PreRead | PreWrite).String(); s != "PREREAD|PREWRITE" {
+		t.Fatal(s)
+	}
+	if s := (PostRead | PostWrite | 0x40).String(); s != "POSTREAD|POSTWRITE|?" {
+		t.Fatal(s)
+	}
+	if s := (&TagError{Field: "alignment", Value: 3, Msg: "not a power of two"}).Error(); s != "busdma: tag alignment=0x3: not a power of two" {
+		t.Fatal(s)
+	}
+	if ReportKind(0).String() != "unknown" || KindLeak.String() != "map-leaked-at-teardown" {
+		t.Fatal("ReportKind.String")
+	}
+}
