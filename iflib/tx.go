@@ -17,12 +17,16 @@ func (c *Context) Transmit(m *Packet) error {
 	if m == nil {
 		return ErrNilPacket
 	}
+	// Stop flips running and then waits for inflight to drain: a sender
+	// counts itself in only after seeing running, and re-checks after, so
+	// senders that arrive once Stop has begun never hold it up.
+	if !c.running.Load() {
+		return c.notRunning(m)
+	}
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
 	if !c.running.Load() || c.link.Load() != int32(LinkStateUp) {
-		c.txqs[0].st.oqDrops.Add(1)
-		m.Free()
-		return ErrNotRunning
+		return c.notRunning(m)
 	}
 	q := c.txqs[c.selectQueue(m)]
 	if m.Hdr.Len <= 0 {
@@ -33,7 +37,9 @@ func (c *Context) Transmit(m *Packet) error {
 		m.Free()
 		return ErrEmptyPacket
 	}
-	if m.Hdr.Len != m.ChainLen() {
+	if m.Hdr.Len != m.ChainLen() || m.Hdr.Len > c.txMaxLen(m) {
+		// Checked here rather than at encap so every mode reports it to
+		// the sender (mpring would otherwise fail it later, in the drain).
 		q.st.oErrors.Add(1)
 		m.Free()
 		return ErrTooBig
@@ -65,6 +71,23 @@ func (c *Context) Transmit(m *Packet) error {
 		return ErrNoBufs
 	}
 	return nil
+}
+
+// txMaxLen is the maxsize of the tag the packet will be loaded on.
+func (c *Context) txMaxLen(m *Packet) int {
+	if m.Hdr.CsumFlags&CsumTSO != 0 && c.shared.TSOMaxSize > 0 {
+		return c.shared.TSOMaxSize
+	}
+	return c.shared.TxMaxSize
+}
+
+// notRunning drops a packet sent while the interface is down (ENETDOWN).
+func (c *Context) notRunning(m *Packet) error {
+	if len(c.txqs) > 0 {
+		c.txqs[0].st.oqDrops.Add(1)
+	}
+	m.Free()
+	return ErrNotRunning
 }
 
 // selectQueue is the queue choice of iflib_if_transmit: a driver selector,

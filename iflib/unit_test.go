@@ -1,0 +1,84 @@
+package iflib
+
+import (
+	"testing"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// Worked example of reference §1.7: 1024 descriptors → notify 63,
+// minthresh 128; DB deferral 63 above 512 in use, 31 above 256, 7 above
+// 128, else 0; RS deferral 63 / 31 / 15 / 2.
+func TestDeferralTiers(t *testing.T) {
+	q := &txq{size: 1024}
+	for _, tc := range []struct{ inUse, db, rs int }{
+		{0, 0, 2}, {128, 0, 2}, {129, 7, 15}, {256, 7, 15}, {257, 31, 31}, {512, 31, 31}, {513, 63, 63}, {1024, 63, 63},
+	} {
+		q.inUse = tc.inUse
+		if got := q.maxDBDeferred(tc.inUse); got != tc.db {
+			t.Errorf("txq_max_db_deferred(%d) = %d, want %d", tc.inUse, got, tc.db)
+		}
+		if got := q.maxRSDeferred(); got != tc.rs {
+			t.Errorf("txq_max_rs_deferred(in_use %d) = %d, want %d", tc.inUse, got, tc.rs)
+		}
+	}
+}
+
+// get_inuse with the generation bit: equal indices mean empty or full.
+func TestGetInuse(t *testing.T) {
+	q := &txq{size: 8}
+	for _, tc := range []struct {
+		cidx, pidx int
+		gen        bool
+		want       int
+	}{{0, 0, false, 0}, {0, 0, true, 8}, {2, 5, false, 3}, {6, 1, false, 3}, {3, 3, true, 8}} {
+		q.cidx, q.pidx, q.gen = tc.cidx, tc.pidx, tc.gen
+		if got := q.getInuse(); got != tc.want {
+			t.Errorf("get_inuse(cidx %d, pidx %d, gen %v) = %d, want %d", tc.cidx, tc.pidx, tc.gen, got, tc.want)
+		}
+	}
+}
+
+func TestSortByFlowKeepsOrderWithinFlow(t *testing.T) {
+	var pk []Packet = make([]Packet, 12)
+	b := make([]*Packet, len(pk))
+	for i := range pk {
+		pk[i].Hdr.FlowID = uint32([]int{3, 1, 2, 1, 3, 2, 1, 1, 3, 2, 2, 1}[i])
+		pk[i].Hdr.CsumData = uint32(i) // arrival order
+		b[i] = &pk[i]
+	}
+	sortByFlow(b)
+	for i := 1; i < len(b); i++ {
+		a, c := b[i-1].Hdr, b[i].Hdr
+		if a.FlowID > c.FlowID || (a.FlowID == c.FlowID && a.CsumData > c.CsumData) {
+			t.Fatalf("not sorted stably at %d: %+v then %+v", i, a, c)
+		}
+	}
+}
+
+func TestFindClearWraps(t *testing.T) {
+	fl := &freeList{size: 130, bitmap: make([]uint64, 3)}
+	for i := 0; i < 130; i++ {
+		fl.set(i)
+	}
+	if got := fl.findClear(5); got != -1 {
+		t.Fatalf("full bitmap: findClear = %d, want -1", got)
+	}
+	fl.clr(3)
+	if got := fl.findClear(100); got != 3 {
+		t.Fatalf("wrap: findClear(100) = %d, want 3", got)
+	}
+	fl.clr(129)
+	if got := fl.findClear(100); got != 129 {
+		t.Fatalf("findClear(100) = %d, want 129", got)
+	}
+}
+
+func TestLowAddrForWidth(t *testing.T) {
+	if lowAddrForWidth(0) != busdma.MaxAddr || lowAddrForWidth(64) != busdma.MaxAddr {
+		t.Fatal("width 0 and 64 must mean no limit")
+	}
+	if got := lowAddrForWidth(32); got != 0xFFFFFFFF {
+		t.Fatalf("width 32: %#x", got)
+	}
+}
