@@ -21,7 +21,7 @@
 // later producer spins until it has published. A goroutine cannot disable
 // preemption: a producer descheduled between reserving and publishing stalls
 // every producer behind it for as long as the Go scheduler keeps it off a
-// CPU. The waiters here spin a bounded number of times (spinLimit) and then
+// CPU. The waiters here spin a few loads (spinLimit) and then
 // call runtime.Gosched so that the descheduled producer can run even with
 // GOMAXPROCS=1; the cost is that, with more runnable producers than CPUs,
 // publication proceeds at the pace of the scheduler rather than the cache.
