@@ -127,6 +127,8 @@ func (c *Context) buildSysctl() *Node {
 		n.leaf("reclaimed", "packets freed by reclaim (goiflib)", u(&q.st.reclaimed))
 		n.leaf("collapses", "m_collapse attempts after EFBIG (goiflib)", u(&q.st.collapses))
 		n.leaf("task_runs", "TX task passes (goiflib)", u(&q.st.taskRuns))
+		n.leaf("txq_drain_notready", "drains while not running", u(&q.st.drainNotReady))
+		n.leaf("txq_drain_nodesc", "drains stalled for lack of descriptors (goiflib)", u(&q.st.drainNoDesc))
 		n.leaf("opackets", "IFCOUNTER_OPACKETS of this queue (goiflib)", u(&q.st.oPackets))
 		n.leaf("obytes", "IFCOUNTER_OBYTES of this queue (goiflib)", u(&q.st.oBytes))
 		n.leaf("oqdrops", "IFCOUNTER_OQDROPS of this queue (goiflib)", u(&q.st.oqDrops))

@@ -167,6 +167,7 @@ func (q *txq) txqDrain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 		return avail
 	}
 	if !q.ctx.running.Load() || q.ctx.link.Load() != int32(LinkStateUp) {
+		q.st.drainNotReady.Add(1)
 		return 0 // txq_drain_notready
 	}
 	reclaimed := q.completedReclaim()
@@ -202,6 +203,9 @@ func (q *txq) txqDrain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 		if q.dbCheck(false) {
 			rang = true
 		}
+	}
+	if consumed == 0 {
+		q.st.drainNoDesc.Add(1)
 	}
 	ring := !rang && (q.ctx.cfg.MinTxLatency || err != nil || q.ctx.cfg.TxReclaimThresh > 0)
 	if !q.dbCheck(ring) && consumed > 0 && q.dbPending > 0 && q.inUse-q.dbPending <= 0 {

@@ -108,6 +108,8 @@ type txqStats struct {
 	pidxA, cidxA     atomic.Int64  // txq_pidx, txq_cidx (mirrors)
 	inUseA           atomic.Int64  // txq_in_use (mirror)
 	taskRuns         atomic.Uint64 // TX task passes
+	drainNotReady    atomic.Uint64 // txq_drain_notready: drain while not running
+	drainNoDesc      atomic.Uint64 // drains that stalled for lack of descriptors
 }
 
 // errNoDesc is ENOBUFS from iflib_encap's ring-space check: the packet was
