@@ -1,0 +1,280 @@
+package simnic_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/busdma/busdmatest"
+	"github.com/goiflib/goiflib/examples/simnic"
+)
+
+// rawRig is two NICs on one address space, a raw forwarder from A's wire
+// to B's, and B's wire ending in a sink.
+type rawRig struct {
+	a, b *simnic.NIC
+	fwd  *simnic.RawForwarder
+	sink *simnic.Sink
+}
+
+func newRawRig(tb testing.TB, space busdma.Space, chk *busdma.Checker, cfg simnic.RawConfig) *rawRig {
+	tb.Helper()
+	a, err := simnic.New(space, simnic.Config{Name: "rawa", Checker: chk})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := simnic.New(space, simnic.Config{Name: "rawb", Checker: chk})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &rawRig{a: a, b: b, sink: &simnic.Sink{}}
+	b.SetPeer(r.sink)
+	if r.fwd, err = simnic.NewRawForwarder(a, b, cfg); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// close closes the forwarder and checks that no mapping is left.
+func (r *rawRig) close(tb testing.TB) {
+	tb.Helper()
+	if err := r.fwd.Close(); err != nil {
+		tb.Error(err)
+	}
+	for _, n := range []*simnic.NIC{r.a, r.b} {
+		if l := n.Bus().LoadedMaps(); l != 0 {
+			tb.Errorf("%s: %d maps loaded after close", n.Bus().Name(), l)
+		}
+		if err := n.Bus().Close(); err != nil {
+			tb.Errorf("%s: bus close: %v", n.Bus().Name(), err)
+		}
+	}
+}
+
+// rawFrame is frame seq of the raw tests: its bytes are a function of seq.
+func rawFrame(buf []byte, size int, seq uint32) []byte {
+	b := buf[:size]
+	fillFrame(b, seq%7, seq)
+	if size >= 50 {
+		binary.BigEndian.PutUint32(b[46:50], seq)
+	}
+	return b
+}
+
+// forwardAndCheck pushes n frames of the given sizes into A (retrying
+// while A's FIFO is full) and checks that each arrives at B's sink exactly
+// once and byte for byte.
+func forwardAndCheck(t *testing.T, r *rawRig, n int, sizes []int) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := make([]int, n)
+	bad := 0
+	want := make([]byte, 16384)
+	r.sink.Inspect = func(f []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(f) < 50 {
+			bad++
+			return
+		}
+		seq := binary.BigEndian.Uint32(f[46:50])
+		if int(seq) >= n || !bytes.Equal(f, rawFrame(want, sizes[int(seq)%len(sizes)], seq)) {
+			bad++
+			return
+		}
+		seen[seq]++
+	}
+	if err := r.fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16384)
+	for i := 0; i < n; i++ {
+		f := rawFrame(buf, sizes[i%len(sizes)], uint32(i))
+		for !r.a.Receive(f) {
+			runtime.Gosched()
+		}
+	}
+	waitFor(t, "frames at B's sink", func() bool { return r.sink.Frames() >= uint64(n) })
+	time.Sleep(5 * time.Millisecond) // a duplicate would show up now
+	r.fwd.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != 0 {
+		t.Fatalf("%d frames corrupted or unknown", bad)
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("frame %d arrived %d times", i, c)
+		}
+	}
+	st := r.fwd.Stats()
+	if st.Forwarded != uint64(n) || st.Received != uint64(n) || st.Errors != 0 {
+		t.Fatalf("stats %+v, want %d received and forwarded", st, n)
+	}
+	if st.Completed == 0 || st.Doorbells == 0 {
+		t.Fatalf("stats %+v: no completions or doorbells", st)
+	}
+}
+
+func TestRawForwardIntact(t *testing.T) {
+	n := 4000
+	if testing.Short() {
+		n = 1000
+	}
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+	}{
+		{"64B", []int{64}},
+		{"mixed", []int{60, 64, 128, 129, 1500, 2048}},
+		{"jumbo-multifrag", []int{2049, 4000, 9000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chk := busdmatest.NewChecker(t)
+			space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newRawRig(t, space, chk, simnic.RawConfig{})
+			count := n
+			if tc.name == "jumbo-multifrag" {
+				count = n / 4
+			}
+			forwardAndCheck(t, r, count, tc.sizes)
+			r.close(t)
+		})
+	}
+}
+
+// TestRawForwardIOMMU runs the raw loop behind the IOMMU model: every
+// cluster is mapped once on each device's domain, and no access faults.
+func TestRawForwardIOMMU(t *testing.T) {
+	chk := busdmatest.NewChecker(t)
+	space, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRawRig(t, space, chk, simnic.RawConfig{Batch: 16, Buffers: 512})
+	forwardAndCheck(t, r, 2000, []int{64, 1000})
+	// Restart after a stop: the rings are reprogrammed, the buffers reposted.
+	r.sink.Inspect = nil
+	if err := r.fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	before := r.sink.Frames()
+	buf := make([]byte, 64)
+	for i := 0; i < 500; i++ {
+		for !r.a.Receive(rawFrame(buf, 64, uint32(i))) {
+			runtime.Gosched()
+		}
+	}
+	waitFor(t, "frames after restart", func() bool { return r.sink.Frames() >= before+500 })
+	r.close(t)
+	st := space.Stats()
+	if st.Faults != 0 {
+		t.Fatalf("%d IOMMU faults: %v", st.Faults, space.Faults())
+	}
+	if want := uint64(2*512 + 4); st.Maps != want {
+		t.Fatalf("%d IOMMU maps of clusters and rings, want %d (static mappings: one per cluster per device, plus 4 rings)", st.Maps, want)
+	}
+}
+
+func TestRawForwarderBadConfig(t *testing.T) {
+	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := busdma.NewSimSpace(busdma.SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(s busdma.Space, cfg simnic.Config) *simnic.NIC {
+		n, err := simnic.New(s, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := mk(space, simnic.Config{})
+	for name, tc := range map[string]struct {
+		rx, tx *simnic.NIC
+		cfg    simnic.RawConfig
+	}{
+		"same NIC":     {a, a, simnic.RawConfig{}},
+		"nil":          {a, nil, simnic.RawConfig{}},
+		"two spaces":   {a, mk(other, simnic.Config{}), simnic.RawConfig{}},
+		"multi-queue":  {a, mk(space, simnic.Config{Queues: 2}), simnic.RawConfig{}},
+		"odd ring":     {a, mk(space, simnic.Config{NTxd: 1000}), simnic.RawConfig{}},
+		"neg batch":    {a, mk(space, simnic.Config{}), simnic.RawConfig{Batch: -1}},
+		"one buffer":   {a, mk(space, simnic.Config{}), simnic.RawConfig{Buffers: 1}},
+		"huge buffers": {a, mk(space, simnic.Config{}), simnic.RawConfig{Buffers: 1 << 21}},
+	} {
+		if _, err := simnic.NewRawForwarder(tc.rx, tc.tx, tc.cfg); !errors.Is(err, simnic.ErrRawConfig) {
+			t.Errorf("%s: err %v, want ErrRawConfig", name, err)
+		}
+	}
+	// Lifecycle errors: double start, a device already running, use after close.
+	r := newRawRig(t, space, nil, simnic.RawConfig{Buffers: 64})
+	if err := r.fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fwd.Start(); !errors.Is(err, simnic.ErrRawBusy) {
+		t.Errorf("second Start: %v, want ErrRawBusy", err)
+	}
+	clash, err := simnic.NewRawForwarder(r.a, mk(space, simnic.Config{}), simnic.RawConfig{Buffers: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clash.Start(); !errors.Is(err, simnic.ErrRawBusy) {
+		t.Errorf("Start on a running NIC: %v, want ErrRawBusy", err)
+	}
+	if err := clash.Close(); err != nil {
+		t.Error(err)
+	}
+	r.close(t)
+	if err := r.fwd.Start(); !errors.Is(err, simnic.ErrRawClosed) {
+		t.Errorf("Start after Close: %v, want ErrRawClosed", err)
+	}
+	if err := r.fwd.Close(); !errors.Is(err, simnic.ErrRawClosed) {
+		t.Errorf("second Close: %v, want ErrRawClosed", err)
+	}
+}
+
+// BenchmarkRaw is the raw loop alone: 64-byte frames pushed into A's FIFO
+// as fast as it takes them, b.N frames forwarded to B's sink.
+func BenchmarkRaw(b *testing.B) {
+	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newRawRig(b, space, nil, simnic.RawConfig{})
+	if err := r.fwd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	f := rawFrame(buf, 64, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := r.sink.Frames()
+	t0 := time.Now()
+	refused := 0
+	for i := 0; i < b.N; i++ {
+		for !r.a.Receive(f) {
+			refused++
+			runtime.Gosched()
+		}
+	}
+	for r.sink.Frames()-start < uint64(b.N) {
+		runtime.Gosched()
+	}
+	el := time.Since(t0)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/el.Seconds()/1e6, "Mpps")
+	b.ReportMetric(float64(refused)/float64(b.N), "refused/op")
+	r.close(b)
+}
