@@ -199,7 +199,7 @@ func (n *NIC) Stats() Stats {
 }
 
 // InjectRxBadSlot makes the driver's next RxdPktGet name a free-list slot
-// that was not posted (a corrupted buffer id from the device).
+// that was never posted (a corrupted buffer id beyond the ring).
 func (n *NIC) InjectRxBadSlot() { n.faultRxBadSlot.Store(true) }
 
 // InjectRxBadLength makes the device write back one RX descriptor whose

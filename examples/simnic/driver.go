@@ -315,7 +315,7 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		}
 		slot := r.slot[i]
 		if d.nic.faultRxBadSlot.CompareAndSwap(true, false) {
-			slot = uint16((int(slot) + r.size/2) & mask)
+			slot = uint16(r.size + 7)
 		}
 		ri.Frags[ri.NFrags] = iflib.RxdFrag{FLID: 0, Idx: slot, Len: wb.length}
 		ri.NFrags++

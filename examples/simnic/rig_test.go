@@ -36,6 +36,8 @@ type rigOpts struct {
 	sim    busdma.SimConfig
 	record bool
 	input  func(int, []*iflib.Packet)
+	iommu  bool
+	filter func(int, []byte) bool
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -47,7 +49,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.sim.ContigSize == 0 {
 		o.sim.ContigSize = 1 << 20
 	}
-	space, err := busdma.NewSimSpace(o.sim)
+	var space busdma.Space
+	var err error
+	if o.iommu {
+		space, err = busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: o.sim})
+	} else {
+		space, err = busdma.NewSimSpace(o.sim)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +77,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.cfg.RxZoneSize == 0 {
 		o.cfg.RxZoneSize = 2048 + 512
 	}
-	r.drv, err = nic.Attach(iflib.Attachment{Config: o.cfg, Input: o.input})
+	r.drv, err = nic.Attach(iflib.Attachment{Config: o.cfg, Input: o.input, RxFilter: o.filter})
 	if err != nil {
 		t.Fatal(err)
 	}
