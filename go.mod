@@ -3,6 +3,6 @@ module github.com/goiflib/goiflib
 go 1.26.0
 
 require (
-	github.com/anishathalye/porcupine v1.3.1 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/anishathalye/porcupine v1.3.1
+	golang.org/x/sys v0.50.0
 )
