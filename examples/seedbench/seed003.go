@@ -103,12 +103,21 @@ func fillHeader(b []byte, flow uint32) {
 	binary.BigEndian.PutUint16(b[38:40], Seed003FrameLen-34)
 }
 
-// RunSenders runs n goroutines sending 1342-byte two-buffer frames through
+// RunSenders runs n goroutines sending for d; see run.
+func (r *TxRig) RunSenders(n int, d time.Duration) TxResult { return r.run(n, d, 0) }
+
+// RunCount runs n goroutines that together make total transmit attempts
+// (for go test -bench, where b.N is the packet count).
+func (r *TxRig) RunCount(n, total int) TxResult { return r.run(n, 0, int64(total)) }
+
+// run runs n goroutines sending 1342-byte two-buffer frames through
 // the rig for d, and returns what reached the wire. The payload bytes are
 // whatever the recycled clusters hold: the measurement is of the
 // framework, not of a memcpy of 1300 bytes per frame.
-func (r *TxRig) RunSenders(n int, d time.Duration) TxResult {
+func (r *TxRig) run(n int, d time.Duration, total int64) TxResult {
 	var stop atomic.Bool
+	var budget atomic.Int64
+	budget.Store(total)
 	var drops, nopkt atomic.Uint64
 	var wg sync.WaitGroup
 	start0 := r.Sink.Frames()
@@ -120,6 +129,9 @@ func (r *TxRig) RunSenders(n int, d time.Duration) TxResult {
 			cache := r.Zone.NewCache()
 			defer cache.Flush()
 			for !stop.Load() {
+				if total > 0 && budget.Add(-1) < 0 {
+					return
+				}
 				h, err := cache.Get()
 				if err != nil {
 					nopkt.Add(1)
@@ -144,11 +156,22 @@ func (r *TxRig) RunSenders(n int, d time.Duration) TxResult {
 			}
 		}(uint32(s))
 	}
-	time.Sleep(d)
-	end := r.Sink.Frames()
-	el := time.Since(t0)
-	stop.Store(true)
-	wg.Wait()
+	var end uint64
+	var el time.Duration
+	if total > 0 {
+		wg.Wait()
+		// Count what the wire carried once the queue has drained.
+		want := r.Ctx.Counter(iflib.IfCounterOPackets)
+		for r.Sink.Frames() < want {
+			runtime.Gosched()
+		}
+		end, el = r.Sink.Frames(), time.Since(t0)
+	} else {
+		time.Sleep(d)
+		end, el = r.Sink.Frames(), time.Since(t0)
+		stop.Store(true)
+		wg.Wait()
+	}
 	return TxResult{Mode: r.Ctx.Config().TxMode, Senders: n, Elapsed: el,
 		Frames: end - start0, Drops: drops.Load(), NoPkt: nopkt.Load()}
 }
