@@ -149,6 +149,7 @@ func (q *txq) encapOnce(m *Packet, defragged bool) error {
 		q.gen = true
 	}
 	q.inUse += ndesc
+	q.st.inUseA.Store(int64(q.inUse))
 	q.dbPending += ndesc
 	q.pidx = pi.NewPIdx & q.mask
 	q.npending += pi.NDescs

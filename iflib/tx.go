@@ -1,6 +1,7 @@
 package iflib
 
 import (
+	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/mpring"
 	"github.com/goiflib/goiflib/prefetch"
 	"unsafe"
@@ -222,8 +223,11 @@ func (q *txq) txqCanDrain(r *mpring.Ring[*Packet]) bool {
 	if q.purging.Load() {
 		return true
 	}
-	// TXQ_AVAIL is consumer state: read it only through the credits probe,
-	// which needs no consumer exclusivity.
-	q.ring.Sync(0x1 << 2) // POSTREAD
+	// TXQ_AVAIL > MAX_TX_DESC, read from the consumer's published mirror
+	// of ift_in_use (FreeBSD reads the consumer's fields unlocked).
+	if q.size-q.pad-int(q.st.inUseA.Load()) > q.maxTxDesc() {
+		return true
+	}
+	q.ring.Sync(busdma.PostRead)
 	return q.ctx.txrx.TxdCreditsUpdate(q.id, false) != 0
 }

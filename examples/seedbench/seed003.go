@@ -151,7 +151,11 @@ func (r *TxRig) run(n int, d time.Duration, total int64) TxResult {
 				h.Next = p
 				h.Hdr.Len = Seed003FrameLen
 				if err := r.Ctx.Transmit(h); err != nil {
+					// ENOBUFS: a sender that gets an error yields, as a
+					// socket writer would; spinning would starve the
+					// device model, which shares these cores.
 					drops.Add(1)
+					runtime.Gosched()
 				}
 			}
 		}(uint32(s))
@@ -180,7 +184,7 @@ func (r *TxRig) run(n int, d time.Duration, total int64) TxResult {
 func Seed003(d time.Duration, fanIns []int, progress func(TxResult)) ([]TxResult, error) {
 	var out []TxResult
 	for _, mode := range TxModes {
-		r, err := NewTxRig(mode, nil, 8192)
+		r, err := NewTxRig(mode, nil, 16384)
 		if err != nil {
 			return nil, err
 		}

@@ -39,7 +39,7 @@ func BenchmarkSeed003(b *testing.B) {
 	for _, mode := range TxModes {
 		for _, n := range Seed003FanIns {
 			b.Run(mode.String()+"/senders="+itoa(n), func(b *testing.B) {
-				r, err := NewTxRig(mode, nil, 8192)
+				r, err := NewTxRig(mode, nil, 16384)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -49,7 +49,7 @@ func main() {
 	res := map[iflib.TxMode]map[int]seedbench.TxResult{}
 	for _, m := range ms {
 		res[m] = map[int]seedbench.TxResult{}
-		r, err := seedbench.NewTxRig(m, nil, 8192)
+		r, err := seedbench.NewTxRig(m, nil, 16384)
 		if err != nil {
 			fail(err)
 		}
