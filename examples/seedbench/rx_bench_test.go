@@ -1,6 +1,7 @@
 package seedbench
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +29,14 @@ func benchWindow(b *testing.B) time.Duration {
 	return time.Duration(b.N)*time.Microsecond + 50*time.Millisecond
 }
 
+// mallocs is the process's heap allocations so far: allocs/pkt divides
+// the window's by the packets it moved, since b.N counts microseconds.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
+
 // benchForward measures one forwarding (or RX-only) configuration.
 func benchForward(b *testing.B, o ForwardOpts) ForwardResult {
 	b.Helper()
@@ -37,9 +46,11 @@ func benchForward(b *testing.B, o ForwardOpts) ForwardResult {
 	}
 	time.Sleep(benchWarmup)
 	b.ReportAllocs()
+	m0 := mallocs()
 	b.ResetTimer()
 	res := r.Run(benchWindow(b), time.Hour, nil)
 	b.StopTimer()
+	b.ReportMetric(float64(mallocs()-m0)/float64(max(res.Received, 1)), "allocs/pkt")
 	if err := r.Close(); err != nil {
 		b.Fatal(err)
 	}
@@ -141,11 +152,13 @@ func BenchmarkForwardVsRaw(b *testing.B) {
 		gen.Start(&feeder{nic: nicA, closing: &closing})
 		time.Sleep(benchWarmup)
 		b.ReportAllocs()
+		m0 := mallocs()
 		b.ResetTimer()
 		f0, r0, t0 := sink.Frames(), gen.Refused(), time.Now()
 		time.Sleep(benchWindow(b))
 		f1, r1, el := sink.Frames(), gen.Refused(), time.Since(t0)
 		b.StopTimer()
+		b.ReportMetric(float64(mallocs()-m0)/float64(max(f1-f0, 1)), "allocs/pkt")
 		closing.Store(true)
 		gen.Stop()
 		if err := fwd.Close(); err != nil {
