@@ -2,7 +2,6 @@ package iflib
 
 import (
 	"fmt"
-	"math/bits"
 	"time"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -327,5 +326,3 @@ func rxBufSizeFor(frame int) int {
 	}
 	return MJumPageSize
 }
-
-func log2(n int) int { return bits.Len(uint(n)) - 1 }

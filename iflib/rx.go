@@ -1,7 +1,6 @@
 package iflib
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -151,9 +150,6 @@ func (q *rxq) refillAll() int {
 	}
 	return r
 }
-
-// errBadRxd is the error a bad descriptor from the device produces.
-var errBadRxd = fmt.Errorf("iflib: device returned an invalid RX descriptor")
 
 // validate checks a packet description before any slot is consumed, so a
 // lying device cannot corrupt the free lists.

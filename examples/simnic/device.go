@@ -77,6 +77,7 @@ type devTxq struct {
 	lastIntr time.Time
 	frame    []byte
 	descs    []byte
+	dd       [1]byte // the DD status byte written back (kept here: no allocation)
 }
 
 // devRxq is the device's side of one RX queue.
@@ -370,9 +371,9 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 				q.frameLen, q.vle = 0, false
 			}
 			if d.cmd&TxCmdRS != 0 {
-				dd := [1]byte{TxStatDD}
+				q.dd[0] = TxStatDD
 				addr := q.base + busdma.BusAddr(((q.head+k)%q.size)*DescSize+12)
-				if err := n.bus.Write(addr, dd[:]); err != nil {
+				if err := n.bus.Write(addr, q.dd[:]); err != nil {
 					n.dmaErrors.Add(1)
 				}
 				q.pend = true

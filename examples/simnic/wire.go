@@ -1,6 +1,7 @@
 package simnic
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +86,10 @@ func (g *Generator) run(dst Endpoint) {
 		if dst.Receive(buf[:n]) {
 			g.sent.Add(1)
 		} else {
+			// Refused (a full FIFO): yield rather than spin, so the
+			// generator does not take a core from the device it feeds.
 			g.refused.Add(1)
+			runtime.Gosched()
 		}
 	}
 }
@@ -158,8 +162,6 @@ func (f *fifo) peek() ([]byte, bool) {
 }
 
 func (f *fifo) pop() { f.head.Add(1) }
-
-func (f *fifo) len() int { return int(f.tail.Load() - f.head.Load()) }
 
 // reset empties the FIFO (device reset), dropping what waits.
 func (f *fifo) reset() int {
