@@ -14,6 +14,11 @@ import "runtime"
 // waits for cannot be preempted.
 const spinLimit = 8
 
+// maxBackoff bounds the yields a producer makes before reserving while
+// others are mid-reservation (see reserve), so that a producer is never
+// held back indefinitely under continuous traffic.
+const maxBackoff = 4
+
 // Enqueue is ifmp_ring_enqueue(r, items, n, budget, abdicate): it adds the
 // items in order, as one contiguous run, or none of them.
 //
@@ -71,6 +76,19 @@ func (r *Ring[T]) EnqueueOne(item T, budget int, abdicate bool) error {
 // and reports !ok when there is no room.
 func (r *Ring[T]) reserve(n int) (start, stop int, ok bool) {
 	os := word(r.state.Load())
+	// Go-specific: while another producer is mid-reservation, hold back
+	// (bounded) before joining the queue of reservations. Each reserving
+	// producer must wait for all earlier ones to publish, and any of them
+	// may be descheduled (no critical_enter), so a long chain of
+	// reservations turns every publication into a wait for one particular
+	// goroutine to be scheduled: a convoy that grows with the number of
+	// runnable senders. Holding back keeps the chain short. It changes no
+	// outcome FreeBSD allows: a producer may always be delayed before its
+	// reservation.
+	for backoff := 0; backoff < maxBackoff && os.pidxHead() != os.pidxTail(); backoff++ {
+		runtime.Gosched()
+		os = word(r.state.Load())
+	}
 	for {
 		if n >= spaceAvailable(r.size, os) {
 			r.drops.Add(uint64(n))
