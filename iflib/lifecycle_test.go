@@ -2,6 +2,7 @@ package iflib_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,7 +100,7 @@ func TestBadConfiguration(t *testing.T) {
 	}{
 		{"ring not a power of two", simnic.Config{NTxd: 1000}, iflib.Config{}},
 		{"rx ring not a power of two", simnic.Config{NRxd: 100}, iflib.Config{}},
-		{"negative queues", simnic.Config{}, iflib.Config{RxBudget: -1}},
+		{"negative rx budget", simnic.Config{}, iflib.Config{RxBudget: -1}},
 		{"reclaim threshold above ntxd/2", simnic.Config{}, iflib.Config{TxReclaimThresh: 100000}},
 		{"unknown mode", simnic.Config{}, iflib.Config{TxMode: 9}},
 		{"drbr size", simnic.Config{}, iflib.Config{TxMode: iflib.TxModeDRBR, DRBRSize: 1000}},
@@ -290,5 +291,40 @@ func TestStopWithTrafficInFlight(t *testing.T) {
 			}
 			e.done()
 		})
+	}
+}
+
+// zeroQueues is a driver whose AttachPre reports no queues.
+type zeroQueues struct{ iflib.TxRx }
+
+func (zeroQueues) AttachPre(_ *iflib.Context, sc *iflib.SoftcCtx) error {
+	sc.NTxQSetsMax, sc.NRxQSetsMax = 0, 0
+	sc.TxRx = zeroQueues{}
+	return nil
+}
+func (zeroQueues) TxQueuesAlloc([]iflib.RingMem, int, int) error { return nil }
+func (zeroQueues) RxQueuesAlloc([]iflib.RingMem, int, int) error { return nil }
+func (zeroQueues) Init(*iflib.Context) error                     { return nil }
+func (zeroQueues) Stop(*iflib.Context)                           {}
+func (zeroQueues) IntrEnable(*iflib.Context)                     {}
+func (zeroQueues) IntrDisable(*iflib.Context)                    {}
+func (zeroQueues) Detach(*iflib.Context) error                   { return nil }
+
+func TestZeroQueuesRejected(t *testing.T) {
+	space, err := busdma.NewSimSpace(busdma.SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := busdma.NewDevice(space, busdma.DeviceConfig{Checker: busdmatest.NewChecker(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = iflib.Register(iflib.Attachment{Driver: zeroQueues{}, Shared: simnic.Shared(simnic.Config{}), Bus: bus, Space: space})
+	var ce *iflib.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Field, "QSetsMax") {
+		t.Fatalf("zero queues: %v", err)
+	}
+	if err := bus.Close(); err != nil {
+		t.Fatalf("nothing may stay loaded after a failed attach: %v", err)
 	}
 }
