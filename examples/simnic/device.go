@@ -438,7 +438,7 @@ func (n *NIC) serveRx() bool {
 			if j == need-1 {
 				wb.status |= RxStatEOP
 			}
-			if n.faultRxBadLen.CompareAndSwap(true, false) {
+			if n.faultRxBadLen.Load() && n.faultRxBadLen.CompareAndSwap(true, false) {
 				wb.length = uint16(q.bufSize + 100)
 			}
 			putRxWB(q.desc[:], wb)

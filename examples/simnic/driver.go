@@ -314,7 +314,7 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 			return errBadDesc
 		}
 		slot := r.slot[i]
-		if d.nic.faultRxBadSlot.CompareAndSwap(true, false) {
+		if d.nic.faultRxBadSlot.Load() && d.nic.faultRxBadSlot.CompareAndSwap(true, false) {
 			slot = uint16(r.size + 7)
 		}
 		ri.Frags[ri.NFrags] = iflib.RxdFrag{FLID: 0, Idx: slot, Len: wb.length}
