@@ -127,6 +127,10 @@ func BenchmarkForwardVsRaw(b *testing.B) {
 	b.Run("iflib", func(b *testing.B) {
 		benchForward(b, ForwardOpts{Config: iflib.Config{RxBudget: 32}})
 	})
+	// B in simple mode: no software ring between the RX task and encap.
+	b.Run("iflib-simple", func(b *testing.B) {
+		benchForward(b, ForwardOpts{Config: iflib.Config{RxBudget: 32, TxMode: iflib.TxModeSimple}})
+	})
 	b.Run("raw", func(b *testing.B) {
 		space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20, ContigSize: 2 << 20})
 		if err != nil {
