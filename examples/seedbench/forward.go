@@ -206,6 +206,8 @@ type ForwardRig struct {
 	Sink       *simnic.Sink
 	Gen        *simnic.Generator
 
+	drvA, drvB *simnic.Driver
+
 	opts    ForwardOpts
 	start   time.Time
 	txErrs  atomic.Uint64 // written by A's RX task (the input callback)
@@ -266,11 +268,11 @@ func NewForwardRig(o ForwardOpts) (*ForwardRig, error) {
 		return nil, err
 	}
 	r.NICB.SetPeer(r.Sink)
-	drvB, err := r.NICB.Attach(iflib.Attachment{Config: cfgB})
-	if err != nil {
-		return nil, err
+	var err2 error
+	if r.drvB, err2 = r.NICB.Attach(iflib.Attachment{Config: cfgB}); err2 != nil {
+		return nil, err2
 	}
-	r.CtxB = drvB.Context()
+	r.CtxB = r.drvB.Context()
 	if err := r.CtxB.Init(); err != nil {
 		_ = r.CtxB.Detach()
 		return nil, err
@@ -279,12 +281,11 @@ func NewForwardRig(o ForwardOpts) (*ForwardRig, error) {
 	if o.RxOnly {
 		input = freeAll
 	}
-	drvA, err := r.NICA.Attach(iflib.Attachment{Config: cfgA, Input: input})
-	if err != nil {
+	if r.drvA, err2 = r.NICA.Attach(iflib.Attachment{Config: cfgA, Input: input}); err2 != nil {
 		_ = r.CtxB.Detach()
-		return nil, err
+		return nil, err2
 	}
-	r.CtxA = drvA.Context()
+	r.CtxA = r.drvA.Context()
 	if err := r.CtxA.Init(); err != nil {
 		_ = r.CtxA.Detach()
 		_ = r.CtxB.Detach()
@@ -366,30 +367,10 @@ func (r *ForwardRig) Close() error {
 	r.closed = true
 	r.closing.Store(true)
 	r.Gen.Stop()
-	errA := r.CtxA.Detach()
-	errB := r.CtxB.Detach()
-	if err := errors.Join(errA, errB); err != nil {
+	if err := errors.Join(r.CtxA.Detach(), r.CtxB.Detach()); err != nil {
 		return err
 	}
-	var errs []error
-	for _, n := range []*simnic.NIC{r.NICA, r.NICB} {
-		if l := n.Bus().LoadedMaps(); l != 0 {
-			errs = append(errs, fmt.Errorf("seedbench: %s: %d maps loaded after detach", n.Bus().Name(), l))
-		}
-	}
-	for _, c := range []*iflib.Context{r.CtxA, r.CtxB} {
-		for _, z := range c.RxZones() {
-			if a, s := z.Available(), z.Size(); a != s {
-				errs = append(errs, fmt.Errorf("seedbench: zone %s: %d of %d packets back", z.Name(), a, s))
-			}
-		}
-	}
-	for _, n := range []*simnic.NIC{r.NICA, r.NICB} {
-		if err := n.Bus().Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(r.drvA.CheckTeardown(), r.drvB.CheckTeardown())
 }
 
 // Forward runs the forwarding measurement: build the rig, warm up, measure

@@ -85,8 +85,9 @@ func NewTxRig(mode iflib.TxMode, chk *busdma.Checker, zonePkts int) (*TxRig, err
 	return r, r.Ctx.Init()
 }
 
-// Close detaches the context.
-func (r *TxRig) Close() error { return r.Ctx.Detach() }
+// Close detaches the context and checks the books (no map loaded, every
+// packet back in its zone).
+func (r *TxRig) Close() error { return r.Drv.Teardown(r.Zone) }
 
 // fillHeader writes an Ethernet/IPv4/UDP header for flow f.
 func fillHeader(b []byte, flow uint32) {
