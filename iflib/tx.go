@@ -1,7 +1,6 @@
 package iflib
 
 import (
-	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/mpring"
 	"github.com/goiflib/goiflib/prefetch"
 	"unsafe"
@@ -228,6 +227,9 @@ func (q *txq) txqCanDrain(r *mpring.Ring[*Packet]) bool {
 	if q.size-q.pad-int(q.st.inUseA.Load()) > q.maxTxDesc() {
 		return true
 	}
-	q.ring.Sync(busdma.PostRead)
+	// FreeBSD syncs the ring POSTREAD here; we do not, because this probe
+	// may run while another goroutine is the queue's consumer and a busdma
+	// map is used by one goroutine at a time. The TxRx contract makes the
+	// clear=false probe read only what is safe concurrently (registers).
 	return q.ctx.txrx.TxdCreditsUpdate(q.id, false) != 0
 }

@@ -20,11 +20,14 @@ type TxRx interface {
 	// queue qid. pidx is ift_npending when the driver reports NDescs, else
 	// the new producer index. Called after the ring was synced PREWRITE.
 	TxdFlush(qid int, pidx int)
-	// TxdCreditsUpdate is ift_txd_credits_update. clear=false is a cheap
-	// probe (non-zero if any completion is pending, no state change);
-	// clear=true consumes completions and returns the number of descriptors
-	// completed since the last call. Called after the ring was synced
-	// POSTREAD.
+	// TxdCreditsUpdate is ift_txd_credits_update. clear=true consumes
+	// completions and returns the number of descriptors completed since
+	// the last call; the queue's consumer calls it after syncing the ring
+	// POSTREAD. clear=false is a cheap probe (non-zero if a completion may
+	// be pending, no state change, "may be unreliable"): iflib_txq_can_drain
+	// calls it from whichever goroutine checks a stalled ring, possibly
+	// while another is the consumer, so it must read only state that is
+	// safe to read concurrently (device registers, atomics).
 	TxdCreditsUpdate(qid int, clear bool) int
 	// RxdAvailable is ift_rxd_available: how many complete packets are ready
 	// in RX queue qid starting at descriptor cidx, counting to about budget.

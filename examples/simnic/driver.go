@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
@@ -28,6 +29,9 @@ type drvTxq struct {
 	rsqHead int   // next rsq entry to check
 	rsqTail int   // next free rsq entry
 	cidx    int   // tx_cidx_processed: descriptors credited so far
+	// cidxA mirrors cidx for the clear=false probe, which may run beside
+	// the consumer.
+	cidxA atomic.Int32
 }
 
 type drvRxq struct {
@@ -148,6 +152,7 @@ func (d *Driver) Init(ctx *iflib.Context) error {
 		t := &d.tx[i]
 		tx[i] = t.paddr
 		t.rsqHead, t.rsqTail, t.cidx = 0, 0, 0
+		t.cidxA.Store(0)
 	}
 	for i := range d.rx {
 		rx[i] = d.rx[i].paddr
@@ -253,6 +258,14 @@ func (d *Driver) TxdFlush(qid int, pidx int) {
 func (d *Driver) TxdCreditsUpdate(qid int, clear bool) int {
 	t := &d.tx[qid]
 	head := int(d.nic.txq[qid].tdh.Load()) // acquire: the DD write-backs
+	if !clear {
+		// The probe may run beside the consumer: compare the head
+		// register with the published credited position only.
+		if head != int(t.cidxA.Load()) {
+			return 1
+		}
+		return 0
+	}
 	mask := t.size - 1
 	credits := 0
 	cidx := t.cidx
@@ -265,9 +278,6 @@ func (d *Driver) TxdCreditsUpdate(qid int, clear bool) int {
 		if t.ring[idx*DescSize+12]&TxStatDD == 0 {
 			break // the device owes this write-back (cannot happen before head)
 		}
-		if !clear {
-			return 1
-		}
 		n := (idx + 1 - cidx) & mask
 		credits += n
 		span -= n
@@ -275,9 +285,8 @@ func (d *Driver) TxdCreditsUpdate(qid int, clear bool) int {
 		t.ring[idx*DescSize+12] = 0
 		t.rsqHead = (r + 1) & mask
 	}
-	if clear {
-		t.cidx = cidx
-	}
+	t.cidx = cidx
+	t.cidxA.Store(int32(cidx))
 	return credits
 }
 
