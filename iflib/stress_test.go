@@ -97,7 +97,7 @@ func TestFanInStressEveryMode(t *testing.T) {
 func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		t.Run(mode.String(), func(t *testing.T) {
-			e, err := newEnv(t, simnic.Config{NTxd: 64, FrameRate: 20000}, iflib.Config{TxMode: mode})
+			e, err := newEnv(t, simnic.Config{NTxd: 64, FrameRate: 4000}, iflib.Config{TxMode: mode})
 			if err != nil {
 				t.Fatal(err)
 			}
