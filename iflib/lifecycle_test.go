@@ -2,6 +2,7 @@ package iflib_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,6 +229,7 @@ func TestDefragWhenTooManySegments(t *testing.T) {
 func TestStopWithTrafficInFlight(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		t.Run(mode.String(), func(t *testing.T) {
+			before := runtime.NumGoroutine()
 			e, err := newEnv(t, simnic.Config{LineRate: 2e9}, iflib.Config{TxMode: mode})
 			if err != nil {
 				t.Fatal(err)
@@ -280,6 +282,9 @@ func TestStopWithTrafficInFlight(t *testing.T) {
 				t.Fatalf("wire saw %d frames, iflib encapsulated %d", e.sink.Frames(), sent)
 			}
 			e.done()
+			// No goroutine left: the queue tasks, the timer, the admin
+			// task and the device model all ended with Detach.
+			waitUntil(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 		})
 	}
 }
