@@ -15,7 +15,6 @@ const (
 	FlagHasRxCQ       SharedFlags = 0x01  // IFLIB_HAS_RXCQ (not modelled: rejected)
 	FlagHasTxCQ       SharedFlags = 0x08  // IFLIB_HAS_TXCQ (not modelled: rejected)
 	FlagNeedEtherPad  SharedFlags = 0x100 // IFLIB_NEED_ETHER_PAD: pad runts to MinFrameSize
-	FlagNeedZeroCsum  SharedFlags = 0x80  // IFLIB_NEED_ZERO_CSUM
 	FlagPreserveTxIdx SharedFlags = 0x200000
 )
 

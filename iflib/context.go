@@ -18,8 +18,7 @@ import (
 type Attachment struct {
 	Driver Device         // the IFDI methods
 	Shared *SharedCtx     // DEVICE_REGISTER's if_shared_ctx
-	Bus    *busdma.Device // the bus device; its root tag is bus_get_dma_tag(dev)
-	Space  busdma.Space   // the address space of Bus, for the RX zones
+	Bus    *busdma.Device // the bus device; its root tag is bus_get_dma_tag(dev); the RX zones come from its space
 	Config Config         // iflib's tunables
 	// Input is if_input: it receives each RX batch (or each packet with
 	// Config.RxPerPacket). The packets are the callee's: it must free or
@@ -81,11 +80,10 @@ type Context struct {
 	baudrate atomic.Uint64
 	inflight atomic.Int64 // Transmit calls in progress
 
-	txqs     []*txq
-	rxqs     []*rxq
-	txRings  []RingMem
-	rxRings  []RingMem
-	ringTags []*busdma.Tag
+	txqs    []*txq
+	rxqs    []*rxq
+	txRings []RingMem
+	rxRings []RingMem
 
 	placement *placement
 	tasks     sync.WaitGroup
@@ -104,8 +102,8 @@ func Register(a Attachment) (*Context, error) {
 	if a.Driver == nil {
 		return nil, cfgErr("Driver", nil, "nil")
 	}
-	if a.Bus == nil || a.Space == nil {
-		return nil, cfgErr("Bus", nil, "a busdma device and its space are required")
+	if a.Bus == nil {
+		return nil, cfgErr("Bus", nil, "a busdma device is required")
 	}
 	if err := validateShared(a.Shared); err != nil {
 		return nil, err
@@ -115,7 +113,7 @@ func Register(a Attachment) (*Context, error) {
 		shared:    *a.Shared,
 		cfg:       a.Config,
 		bus:       a.Bus,
-		space:     a.Space,
+		space:     a.Bus.Space(),
 		input:     a.Input,
 		txqSelect: a.TxQueueSelect,
 		rxFilter:  a.RxFilter,
@@ -235,7 +233,6 @@ func (c *Context) allocQueues() error {
 		if err != nil {
 			return RingMem{}, fmt.Errorf("iflib: %s: ring tag: %w", c.name, err)
 		}
-		c.ringTags = append(c.ringTags, t)
 		mem, err := t.AllocMem()
 		if err != nil {
 			return RingMem{}, fmt.Errorf("iflib: %s: ring memory: %w", c.name, err)

@@ -314,7 +314,7 @@ func TestZeroQueuesRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = iflib.Register(iflib.Attachment{Driver: zeroQueues{}, Shared: simnic.Shared(simnic.Config{}), Bus: bus, Space: space})
+	_, err = iflib.Register(iflib.Attachment{Driver: zeroQueues{}, Shared: simnic.Shared(simnic.Config{}), Bus: bus})
 	var ce *iflib.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Field, "QSetsMax") {
 		t.Fatalf("zero queues: %v", err)

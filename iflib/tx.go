@@ -29,15 +29,16 @@ func (c *Context) Transmit(m *Packet) error {
 		return c.notRunning(m)
 	}
 	q := c.txqs[c.selectQueue(m)]
+	n := m.ChainLen() // one walk of the chain per packet
 	if m.Hdr.Len <= 0 {
-		m.Hdr.Len = m.ChainLen()
+		m.Hdr.Len = n
 	}
-	if m.Hdr.Len == 0 {
+	if n == 0 {
 		q.st.oErrors.Add(1)
 		m.Free()
 		return ErrEmptyPacket
 	}
-	if m.Hdr.Len != m.ChainLen() || m.Hdr.Len > c.txMaxLen(m) {
+	if m.Hdr.Len != n || n > c.txMaxLen(m) {
 		// Checked here rather than at encap so every mode reports it to
 		// the sender (mpring would otherwise fail it later, in the drain).
 		q.st.oErrors.Add(1)

@@ -79,7 +79,6 @@ func (n *NIC) Attach(a iflib.Attachment) (*Driver, error) {
 	a.Driver = d
 	a.Shared = Shared(n.cfg)
 	a.Bus = n.bus
-	a.Space = n.bus.Space()
 	a.Config.Unit = n.cfg.Unit
 	if a.Config.OverrideNTxds[0] == 0 {
 		a.Config.OverrideNTxds[0] = n.cfg.NTxd

@@ -64,15 +64,14 @@ type RawForwarder struct {
 	batch  int
 	bufSz  int
 
-	mem      []byte
-	bufs     [][]byte
-	rxMaps   []*busdma.Map // on rx's device
-	txMaps   []*busdma.Map // on tx's device
-	rxBA     []busdma.BusAddr
-	txBA     []busdma.BusAddr
-	rings    [4]*busdma.DMAMem // rx's RX, rx's TX (idle), tx's TX, tx's RX (idle)
-	ringTags []*busdma.Tag
-	bufTags  [2]*busdma.Tag
+	mem     []byte
+	bufs    [][]byte
+	rxMaps  []*busdma.Map // on rx's device
+	txMaps  []*busdma.Map // on tx's device
+	rxBA    []busdma.BusAddr
+	txBA    []busdma.BusAddr
+	rings   [4]*busdma.DMAMem // rx's RX, rx's TX (idle), tx's TX, tx's RX (idle)
+	bufTags [2]*busdma.Tag
 
 	free    []int32 // free buffer ids
 	rxSlot  []int32 // RX descriptor → buffer
@@ -144,7 +143,6 @@ func (f *RawForwarder) alloc(nbuf int) error {
 		if err != nil {
 			return nil, err
 		}
-		f.ringTags = append(f.ringTags, t)
 		return t.AllocMem()
 	}
 	var err error
