@@ -6,3 +6,5 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	golang.org/x/sys v0.50.0
 )
+
+require github.com/stretchr/testify v1.12.1 // indirect
