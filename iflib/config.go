@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/bufring"
 )
 
 // SharedFlags are if_shared_ctx isc_flags (IFLIB_*). Only the flags this
@@ -78,8 +78,10 @@ const (
 	// TxModeSimple is iflib_simple_transmit: a mutex per queue, encap
 	// directly, a doorbell per packet, opportunistic reclaim.
 	TxModeSimple
-	// TxModeDRBR is the producer-limited deferred simple_tx of seed 003, on
-	// bufring.DRBR: blocks rather than drops.
+	// TxModeDRBR is simple_tx with buf_ring (drbr) deferral, on
+	// bufring.DRBR: a sender that finds the queue busy leaves its packet
+	// in a buf_ring for the lock holder instead of waiting; a full
+	// buf_ring blocks the sender instead of dropping.
 	TxModeDRBR
 )
 
@@ -96,67 +98,141 @@ func (m TxMode) String() string {
 }
 
 // Config holds iflib's tunables for one context (the dev.<driver>.<unit>.iflib.*
-// and net.iflib.* sysctls). The zero value is FreeBSD's defaults.
+// and net.iflib.* sysctls). The zero value is FreeBSD's defaults. Every
+// field follows one convention, as net.Dialer does: 0 means the documented
+// default, a negative value means off where a field can be off (and is a
+// *ConfigError where it cannot). Register resolves the defaults once:
+// Context.Config and the sysctl tree show the values in force.
+//
+// What a driver must set: nothing here. A driver sets its SharedCtx and,
+// in IFDI_ATTACH_PRE, its SoftcCtx; Config is the operator's.
 type Config struct {
 	Unit int // the unit number in dev.<driver>.<unit>
 
-	TxMode     TxMode // simple_tx (and the seed 003 drbr mode); default mpring
-	TxAbdicate bool   // tx_abdicate (default 0)
-	// SimpleMaxProducers is net.iflib.simple_max_producers for TxModeDRBR.
-	// nil means DefaultSimpleMaxProducers (1); 0 means always take the lock.
-	SimpleMaxProducers *int
-	SimpleDrainQuota   int                  // net.iflib.simple_drain_quota (0: 8)
-	DRBRSize           int                  // drbr ring size (0: DefaultDRBRSize)
-	MinTxLatency       bool                 // net.iflib.min_tx_latency
-	NoTxBatch          bool                 // net.iflib.no_tx_batch
-	TxReclaimThresh    int                  // tx_reclaim_thresh (≤ ntxd/2)
-	RxBudget           int                  // rx_budget (0: 16)
-	OverrideNTxQs      int                  // override_ntxqs (0: driver)
-	OverrideNRxQs      int                  // override_nrxqs (0: driver)
-	OverrideNTxds      [MaxQueuesPerSet]int // override_ntxds (0: driver default)
-	OverrideNRxds      [MaxQueuesPerSet]int // override_nrxds
+	TxMode     TxMode // the transmit path (simple_tx and drbr); default mpring
+	TxAbdicate bool   // tx_abdicate (mpring): the producer hands the drain to the TX task
+	// DRBRMaxProducers is net.iflib.simple_max_producers in drbr mode: how
+	// many senders may defer into the buf_ring while the lock is held
+	// (0: bufring.DefaultMaxProducers, 1; negative: none, every sender
+	// waits for the lock).
+	DRBRMaxProducers int
+	// DRBRDrainQuota is net.iflib.simple_drain_quota: the most packets one
+	// pass of the TX task sends from the buf_ring (0: bufring.DefaultDrainQuota, 8).
+	DRBRDrainQuota int
+	// DRBRSize is the buf_ring size in drbr mode, a power of two
+	// (0: DefaultDRBRSize, 2048).
+	DRBRSize        int
+	MinTxLatency    bool // net.iflib.min_tx_latency: ring the doorbell for every packet
+	NoTxBatch       bool // net.iflib.no_tx_batch: request a completion report for every packet
+	TxReclaimThresh int  // tx_reclaim_thresh: descriptors reclaim leaves (0..ntxd/2)
+	// RxBudget is rx_budget: packets per rxeof pass (0: DefaultRxBudget, 16).
+	RxBudget      int
+	OverrideNTxQs int                  // override_ntxqs: fewer TX queue sets than the driver offers (0: the driver's)
+	OverrideNRxQs int                  // override_nrxqs
+	OverrideNTxds [MaxQueuesPerSet]int // override_ntxds: TX ring sizes (0: the driver's default)
+	OverrideNRxds [MaxQueuesPerSet]int // override_nrxds
 
-	// CoreOffset is core_offset (nil: CORE_OFFSET_UNSPECIFIED, automatic).
-	CoreOffset      *int
-	SeparateTxRx    bool // separate_txrx
-	UseLogicalCores bool // use_logical_cores
+	// CoreOffset is core_offset: the CPU the queues' placement starts at.
+	// 0: automatic (CORE_OFFSET_UNSPECIFIED: later devices continue where
+	// earlier ones stopped, review D24094); n > 0: start at CPU n;
+	// negative: start at CPU 0 without the shared registry (FreeBSD's
+	// explicit core_offset=0).
+	CoreOffset      int
+	SeparateTxRx    bool // separate_txrx: TX queues on other CPUs than RX
+	UseLogicalCores bool // use_logical_cores: use SMT siblings
 	// PinTasks pins each queue task's OS thread to its placed CPU.
 	PinTasks bool
-	// Poll runs the queue tasks in poll mode every PollInterval (default
-	// 20µs) instead of waiting for the device's interrupts.
-	Poll         bool
+	// Poll runs the queue tasks in poll mode every PollInterval instead of
+	// waiting for the device's interrupts.
+	Poll bool
+	// PollInterval is the poll period (0: DefaultPollInterval, 20µs).
 	PollInterval time.Duration
 	// Prefetch is IFC_PREFETCH: the prefetch points of the drain and of RX.
-	// Off by default (seed 002: measurements decide).
+	// Off by default: review D53674 removed TX prefetching after measuring
+	// it cost bandwidth, and the RX ones are kept only where measured to
+	// help. FreeBSD instead turns it on for links of 10 Gb/s and more
+	// (iflib_link_state_change); here measurements decide.
 	Prefetch bool
 	// TimerInterval is iflib_timer's period (net.iflib.timer_default, hz/2):
-	// the laggard doorbell kick. Default 500ms.
+	// the TX watchdog, IFDI_TIMER and the laggard kick
+	// (0: DefaultTimerInterval, 500 ms).
 	TimerInterval time.Duration
-	// CopyThresh overrides IFLIB_RX_COPY_THRESH (0: 128; negative: never copy).
+	// TxWatchdogPeriods is tx_watchdog_periods: timer periods a TX queue may
+	// hold work the device does not complete, link up, before the
+	// interface is reset (0: DefaultTxWatchdogPeriods, 4; negative: no
+	// watchdog).
+	TxWatchdogPeriods int
+	// StopTimeout bounds Stop's wait for transmits in progress
+	// (0: DefaultStopTimeout, 1 s).
+	StopTimeout time.Duration
+	// CopyThresh is IFLIB_RX_COPY_THRESH: frames of at most this many bytes
+	// in one buffer are copied and their cluster reposted
+	// (0: RxCopyThresh, 128; negative: never copy).
 	CopyThresh int
-	// NoRxReuse turns off the D17901 ifsd_ba reuse (for the comparison of
-	// seed 000): every refill loads its cluster anew.
+	// NoRxReuse turns off the D17901 ifsd_ba reuse (for the comparison):
+	// every refill loads its cluster anew.
 	NoRxReuse bool
 	// RxPerPacket delivers RX packets to the input callback one at a time
-	// instead of one batch per rxeof pass (seed 004's comparison).
+	// instead of one batch per rxeof pass (D27755's comparison).
 	RxPerPacket bool
 	// RxSortByFlow sorts each batch by flow id, keeping order within a flow
 	// (as tcp_lro_queue_mbuf's sort does).
 	RxSortByFlow bool
 	// RxZoneSize is the number of clusters in each free list's zone
-	// (0: 2 × nrxd + 1024).
+	// (0: 2 × nrxd + 1024, enough to fill the ring twice and lend the
+	// stack 1024 packets).
 	RxZoneSize int
 }
 
-func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
-
-// lowAddrForWidth is DMA_WIDTH_TO_BUS_LOWADDR.
-func lowAddrForWidth(width int) busdma.BusAddr {
-	if width == 0 || width >= 64 {
-		return busdma.MaxAddr
+// resolveConfig replaces every zero with its default and checks the
+// ranges, once, at Register.
+func (c *Context) resolveConfig() error {
+	cfg := &c.cfg
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
 	}
-	return busdma.BusAddr(1)<<uint(width) - 1
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"RxBudget", cfg.RxBudget}, {"RxZoneSize", cfg.RxZoneSize}, {"DRBRSize", cfg.DRBRSize},
+		{"DRBRDrainQuota", cfg.DRBRDrainQuota}, {"OverrideNTxQs", cfg.OverrideNTxQs}, {"OverrideNRxQs", cfg.OverrideNRxQs},
+		{"PollInterval", int(cfg.PollInterval)}, {"TimerInterval", int(cfg.TimerInterval)}, {"StopTimeout", int(cfg.StopTimeout)},
+	} {
+		if f.v < 0 {
+			return cfgErr(f.name, f.v, "must not be negative")
+		}
+	}
+	def(&cfg.RxBudget, DefaultRxBudget)
+	def(&cfg.RxZoneSize, 2*c.sc.NRxd[0]+1024)
+	def(&cfg.DRBRSize, DefaultDRBRSize)
+	def(&cfg.DRBRDrainQuota, bufring.DefaultDrainQuota)
+	def(&cfg.DRBRMaxProducers, bufring.DefaultMaxProducers)
+	def(&cfg.TxWatchdogPeriods, DefaultTxWatchdogPeriods)
+	def(&cfg.CopyThresh, RxCopyThresh)
+	defDur(&cfg.PollInterval, DefaultPollInterval)
+	defDur(&cfg.TimerInterval, DefaultTimerInterval)
+	defDur(&cfg.StopTimeout, DefaultStopTimeout)
+	if !isPow2(cfg.DRBRSize) {
+		return cfgErr("DRBRSize", cfg.DRBRSize, "must be a power of two")
+	}
+	if r := cfg.TxReclaimThresh; r < 0 || r > c.sc.NTxd[0]/2 {
+		return cfgErr("TxReclaimThresh", r, "must be 0..ntxd/2")
+	}
+	if cfg.TxMode < TxModeMPRing || cfg.TxMode > TxModeDRBR {
+		return cfgErr("TxMode", cfg.TxMode, "unknown mode")
+	}
+	return nil
 }
+
+func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 
 // validateShared is _iflib_assert.
 func validateShared(s *SharedCtx) error {
@@ -263,16 +339,16 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 		if !isPow2(sc.NTxd[j]) {
 			return cfgErr(fmt.Sprintf("NTxd[%d]", j), sc.NTxd[j], "must be a power of two")
 		}
-		if sc.TxQSizes[j] <= 0 {
-			return cfgErr(fmt.Sprintf("TxQSizes[%d]", j), sc.TxQSizes[j], "must be positive")
+		if err := ringBytes(&sc.TxQSizes[j], sc.TxdSize[j], sc.NTxd[j], "Tx", j); err != nil {
+			return err
 		}
 	}
 	for j := 0; j < s.NRxQs; j++ {
 		if !isPow2(sc.NRxd[j]) {
 			return cfgErr(fmt.Sprintf("NRxd[%d]", j), sc.NRxd[j], "must be a power of two")
 		}
-		if sc.RxQSizes[j] <= 0 {
-			return cfgErr(fmt.Sprintf("RxQSizes[%d]", j), sc.RxQSizes[j], "must be positive")
+		if err := ringBytes(&sc.RxQSizes[j], sc.RxdSize[j], sc.NRxd[j], "Rx", j); err != nil {
+			return err
 		}
 	}
 	if sc.TxNSegments <= 0 {
@@ -296,32 +372,56 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	if sc.MaxFrameSize <= 0 {
 		sc.MaxFrameSize = 1518
 	}
-	if r := cfg.TxReclaimThresh; r < 0 || r > sc.NTxd[0]/2 {
-		return cfgErr("TxReclaimThresh", r, "must be 0..ntxd/2")
+	nfl := max(s.NFL, 1)
+	for j := 0; j < nfl; j++ {
+		b := sc.RxdBufSize[j]
+		if b < 0 || b > MJum16Bytes {
+			return cfgErr(fmt.Sprintf("RxdBufSize[%d]", j), b, fmt.Sprintf("must be 0..%d (MJUM16BYTES)", MJum16Bytes))
+		}
+		if b != 0 {
+			// m_getzone: the smallest cluster zone that holds the size.
+			sc.RxdBufSize[j] = rxClusterSize(b)
+		}
 	}
-	if cfg.RxBudget < 0 {
-		return cfgErr("RxBudget", cfg.RxBudget, "must not be negative")
+	return nil
+}
+
+// ringBytes resolves and checks isc_{tx,rx}qsizes[j]: derived from the
+// descriptor size when the driver left it 0, and never smaller than the
+// descriptors need.
+func ringBytes(bytes *int, descSize, ndesc int, dir string, j int) error {
+	if descSize < 0 {
+		return cfgErr(fmt.Sprintf("%sdSize[%d]", dir, j), descSize, "must not be negative")
 	}
-	if cfg.SimpleDrainQuota < 0 {
-		return cfgErr("SimpleDrainQuota", cfg.SimpleDrainQuota, "must not be negative")
+	if *bytes == 0 && descSize > 0 {
+		*bytes = descSize * ndesc
 	}
-	if p := cfg.SimpleMaxProducers; p != nil && *p < 0 {
-		return cfgErr("SimpleMaxProducers", *p, "must not be negative")
-	}
-	if n := cfg.DRBRSize; n != 0 && !isPow2(n) {
-		return cfgErr("DRBRSize", n, "must be a power of two")
-	}
-	if cfg.TxMode < TxModeMPRing || cfg.TxMode > TxModeDRBR {
-		return cfgErr("TxMode", cfg.TxMode, "unknown mode")
+	switch {
+	case *bytes <= 0:
+		return cfgErr(fmt.Sprintf("%sQSizes[%d]", dir, j), *bytes, fmt.Sprintf("must be positive (or set %sdSize[%d] and iflib derives it)", dir, j))
+	case descSize > 0 && *bytes < descSize*ndesc:
+		return cfgErr(fmt.Sprintf("%sQSizes[%d]", dir, j), *bytes,
+			fmt.Sprintf("ring memory too small for %d descriptors of %d bytes (%d needed)", ndesc, descSize, descSize*ndesc))
 	}
 	return nil
 }
 
 // rxBufSizeFor is iflib_get_mbuf_size_for: MCLBYTES if the frame fits,
-// else MJUMPAGESIZE.
+// else MJUMPAGESIZE (larger frames span several buffers).
 func rxBufSizeFor(frame int) int {
 	if frame <= MCLBytes {
 		return MCLBytes
 	}
 	return MJumPageSize
+}
+
+// rxClusterSize rounds a buffer size up to the standard cluster size that
+// holds it (m_getzone): MCLBYTES, MJUMPAGESIZE, MJUM9BYTES, MJUM16BYTES.
+func rxClusterSize(n int) int {
+	for _, c := range []int{MCLBytes, MJumPageSize, MJum9Bytes} {
+		if n <= c {
+			return c
+		}
+	}
+	return MJum16Bytes
 }

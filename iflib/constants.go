@@ -1,8 +1,10 @@
 package iflib
 
+import "time"
+
 // Specification constants: values fixed by FreeBSD's sys/net/iflib.c and
-// sys/net/iflib.h (UPSTREAM-2025 unless noted; see
-// shared/reference/freebsd-iflib.md §11.1).
+// sys/net/iflib.h (FreeBSD main of late 2025 unless noted; the sources are
+// listed in docs/freebsd.md).
 const (
 	// MaxTxSegs is IFLIB_MAX_TX_SEGS: the size of txq->ift_segs.
 	MaxTxSegs = 128
@@ -46,15 +48,25 @@ const (
 
 // Implementation constants: knobs of this model, not of FreeBSD.
 const (
-	// DefaultSimpleMaxProducers is net.iflib.simple_max_producers (default 1
-	// per seed 003; the name and default are unverified against a stored
-	// iflib.c, reference §10.1).
-	DefaultSimpleMaxProducers = 1
-	// DefaultSimpleDrainQuota is net.iflib.simple_drain_quota (default 8, seed
-	// 003; unverified like the above).
-	DefaultSimpleDrainQuota = 8
+	// pageSize is PAGE_SIZE on the machines iflib's sizes assume (4 KiB).
+	pageSize = 4096
+	// DefaultTimerInterval is iflib_timer's period: net.iflib.timer_default
+	// is set to hz/2 at module load.
+	DefaultTimerInterval = 500 * time.Millisecond
+	// DefaultTxWatchdogPeriods is net.iflib.tx_watchdog_periods of the newer
+	// watchdog design: timer periods a queue may sit with work handed to
+	// the device and no completion before it is declared hung.
+	DefaultTxWatchdogPeriods = 4
+	// DefaultPollInterval is the queue tasks' period in poll mode.
+	DefaultPollInterval = 20 * time.Microsecond
+	// DefaultStopTimeout bounds how long Stop waits for transmits in
+	// progress (each ends in bounded time; the bound covers a driver method
+	// or callback that blocks against its contract).
+	DefaultStopTimeout = time.Second
 	// DefaultDRBRSize is the drbr-mode buf_ring size (net.iflib.simple_txbr_size
-	// in the newest main; unverified). We use the mp_ring size so the modes
-	// buffer the same amount.
+	// in the newest FreeBSD main, whose default could not be checked): the
+	// mp_ring size, so that the modes buffer the same amount. The other drbr
+	// defaults are bufring's (bufring.DefaultMaxProducers,
+	// bufring.DefaultDrainQuota).
 	DefaultDRBRSize = 2048
 )

@@ -2,10 +2,8 @@ package iflib
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/goiflib/goiflib/bufring"
 	"github.com/goiflib/goiflib/busdma"
@@ -21,12 +19,15 @@ type Attachment struct {
 	Bus    *busdma.Device // the bus device; its root tag is bus_get_dma_tag(dev); the RX zones come from its space
 	Config Config         // iflib's tunables
 	// Input is if_input: it receives each RX batch (or each packet with
-	// Config.RxPerPacket). The packets are the callee's: it must free or
-	// transmit each. The slice is reused after the call returns. A nil
-	// Input frees every received packet (counted as delivered).
+	// Config.RxPerPacket) on the RX queue's task. The packets are the
+	// callee's: it must free or transmit each. The slice is reused after the
+	// call returns. A nil Input frees every received packet (counted as
+	// delivered). Input may call Transmit; a Stop or Detach from Input is
+	// handed to the admin task (ErrDeferred).
 	Input func(qid int, pkts []*Packet)
 	// TxQueueSelect is ift_txq_select (optional): return the TX queue of a
-	// packet; an out-of-range answer means queue 0.
+	// packet; an out-of-range answer means queue 0. It runs in the sender's
+	// Transmit call and must not call lifecycle methods.
 	TxQueueSelect func(m *Packet) int
 	// RxFilter is the early-drop hook (pfil_mem_in on the raw cluster,
 	// PFIL_HOOKED_IN): it sees each received frame before a packet is
@@ -39,24 +40,51 @@ type Attachment struct {
 	CPUs *cpumap.Allocator
 }
 
+// ctxState is the lifecycle state (FreeBSD's IFC_INIT_DONE, IFF_DRV_RUNNING
+// and IFC_IN_DETACH flags as one value).
 type ctxState int32
 
 const (
-	stateAttached ctxState = iota + 1
-	stateRunning
-	stateDetached
+	stateAttached  ctxState = iota + 1 // registered, not running (also: stopped)
+	stateRunning                       // Init done, tasks running
+	stateDetaching                     // Detach has begun (IFC_IN_DETACH)
+	stateDetached                      // Detach finished
 )
 
 // Context is struct iflib_ctx: one attached device.
 //
-// Lifecycle: Register (attach) → Init (running) ⇄ Stop → Detach. The
-// lifecycle methods serialize on mu (CTX_LOCK); Transmit and the queue
-// tasks run concurrently with each other and are fenced off by running
-// and inflight during Stop.
+// Lifecycle: Register (attached) → Init (running) ⇄ Stop (attached) →
+// Detach (detaching → detached). Every method may be called from any
+// goroutine at any time; what each does in each state:
+//
+//   - Init: attached → running; running: nil; after Detach began: ErrDetached.
+//   - Stop: running → attached, bounded in time (Config.StopTimeout);
+//     attached: nil; after Detach began: ErrDetached.
+//   - Detach: stops if running, then frees everything and calls
+//     IFDI_DETACH; a second Detach (concurrent or later) gets ErrDetached.
+//     It returns a *LeakError when packets are still out of iflib's zones
+//     (held by the stack) or maps are still loaded.
+//   - Stop or Detach called from the context's own goroutines (the input
+//     callback, RxFilter, TxRx and IFDI methods) are handed to the admin
+//     task and return ErrDeferred.
+//   - Transmit: while running with the link up it sends or queues; else
+//     the packet is freed and counted (ErrNotRunning, ErrLinkDown; after
+//     Detach ErrNotRunning too). It may run concurrently with everything.
+//   - Counter, TxQueueStats, RxQueueStats, Sysctl, SysctlValue and expvar
+//     may run concurrently with everything and keep returning the final
+//     values after Detach.
+//   - TxIntr, RxIntr, AdminIntr and LinkStateChange may be called at any
+//     time; they do nothing harmful after Stop or Detach.
+//
+// The lifecycle methods serialize on mu (CTX_LOCK). Transmit and the
+// queue tasks run concurrently with each other and are fenced off by
+// running and inflight during Stop.
 type Context struct {
-	mu     sync.Mutex // CTX_LOCK: lifecycle
-	state  ctxState   // guarded by mu
-	name   string     // <driver><unit>
+	mu        sync.Mutex    // CTX_LOCK: lifecycle
+	lockOwner atomic.Uint64 // goroutine id of mu's holder (0: none)
+	state     atomic.Int32  // ctxState; written with mu held
+
+	name   string // <driver><unit>
 	dev    Device
 	shared SharedCtx
 	sc     SoftcCtx
@@ -70,16 +98,17 @@ type Context struct {
 	rxFilter  func(qid int, frame []byte) bool
 	alloc     *cpumap.Allocator
 
-	adminWake chan struct{} // ifc_admin_task
-	adminQuit chan struct{}
-	adminDone chan struct{}
-	resets    atomic.Uint64 // resets done by the admin task
+	admin    adminTask
+	own      goroutineSet  // the tasks', the timer's and the admin task's goroutines
+	detached chan struct{} // closed when Detach finishes
 
 	running  atomic.Bool  // IFF_DRV_RUNNING
 	link     atomic.Int32 // ifc_link_state
 	baudrate atomic.Uint64
 	inflight atomic.Int64 // Transmit calls in progress
 
+	// The queue tables are written by Register only; they stay (with their
+	// final counters) after Detach, so readers never race with teardown.
 	txqs    []*txq
 	rxqs    []*rxq
 	txRings []RingMem
@@ -87,17 +116,20 @@ type Context struct {
 
 	placement *placement
 	tasks     sync.WaitGroup
-	stopCh    chan struct{}
+	stopCh    chan struct{} // closed by Stop: the tasks and the timer end
 	sysctl    *Node
 
 	qIntr QueueIntrEnabler // nil: whole-device IntrEnable
 }
 
-// Register is iflib_device_register: validate the shared context, read the
-// tunables, call AttachPre, validate and clamp the softc context, create
-// the tags, allocate the descriptor rings and software state of every
-// queue, hand the rings to the driver and call AttachPost. Every parameter
-// problem is a *ConfigError; on any error everything allocated is released.
+// Register is iflib_device_register: validate the shared context, resolve
+// the tunables, call AttachPre, validate and clamp the softc context,
+// create the tags, allocate the descriptor rings and software state of
+// every queue, hand the rings to the driver, IFDI_TXQ_SETUP/IFDI_RXQ_SETUP
+// (iflib_qset_structures_setup) and AttachPost. Every parameter problem is
+// a *ConfigError. On any error, everything done so far is undone in
+// reverse order (iflib structures, IFDI_DETACH, IFDI_QUEUES_FREE), and
+// nothing stays allocated or loaded.
 func Register(a Attachment) (*Context, error) {
 	if a.Driver == nil {
 		return nil, cfgErr("Driver", nil, "nil")
@@ -119,6 +151,7 @@ func Register(a Attachment) (*Context, error) {
 		rxFilter:  a.RxFilter,
 		alloc:     a.CPUs,
 		name:      fmt.Sprintf("%s%d", a.Shared.DriverName, a.Config.Unit),
+		detached:  make(chan struct{}),
 	}
 	if c.shared.QAlign == 0 {
 		c.shared.QAlign = 4096
@@ -126,43 +159,66 @@ func Register(a Attachment) (*Context, error) {
 	if c.shared.NFL == 0 {
 		c.shared.NFL = 1
 	}
-	if c.cfg.TimerInterval <= 0 {
-		c.cfg.TimerInterval = 500 * time.Millisecond
-	}
-	if c.cfg.PollInterval <= 0 {
-		c.cfg.PollInterval = 20 * time.Microsecond
-	}
 	if err := resetQValues(&c.shared, &c.cfg, &c.sc); err != nil {
+		return nil, err
+	}
+	var undo []func()
+	fail := func(err error) (*Context, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
 		return nil, err
 	}
 	if err := c.dev.AttachPre(c, &c.sc); err != nil {
 		return nil, fmt.Errorf("iflib: %s: IFDI_ATTACH_PRE: %w", c.name, err)
 	}
-	fail := func(err error) (*Context, error) {
-		c.freeQueues()
+	// iflib_device_register's failure path: IFDI_DETACH, then
+	// IFDI_QUEUES_FREE (if queues were handed out).
+	queuesHanded := false
+	undo = append(undo, func() {
 		_ = c.dev.Detach(c)
-		return nil, err
-	}
+		if qf, ok := c.dev.(QueuesFreer); ok && queuesHanded {
+			qf.QueuesFree(c)
+		}
+	})
 	if err := validateSoftc(&c.shared, &c.cfg, &c.sc); err != nil {
+		return fail(err)
+	}
+	if err := c.resolveConfig(); err != nil {
 		return fail(err)
 	}
 	c.txrx = c.sc.TxRx
 	if qi, ok := c.dev.(QueueIntrEnabler); ok {
 		c.qIntr = qi
 	}
+	undo = append(undo, func() { _ = c.freeQueues() })
 	if err := c.allocQueues(); err != nil {
 		return fail(err)
 	}
+	queuesHanded = true
 	if err := c.dev.TxQueuesAlloc(c.txRings, c.shared.NTxQs, c.sc.NTxQSets); err != nil {
 		return fail(fmt.Errorf("iflib: %s: IFDI_TX_QUEUES_ALLOC: %w", c.name, err))
 	}
 	if err := c.dev.RxQueuesAlloc(c.rxRings, c.shared.NRxQs, c.sc.NRxQSets); err != nil {
 		return fail(fmt.Errorf("iflib: %s: IFDI_RX_QUEUES_ALLOC: %w", c.name, err))
 	}
+	if qs, ok := c.dev.(QueueSetupper); ok {
+		for i := range c.txqs {
+			if err := qs.TxqSetup(c, i); err != nil {
+				return fail(fmt.Errorf("iflib: %s: IFDI_TXQ_SETUP: %w", c.name, err))
+			}
+		}
+		for i := range c.rxqs {
+			if err := qs.RxqSetup(c, i); err != nil {
+				return fail(fmt.Errorf("iflib: %s: IFDI_RXQ_SETUP: %w", c.name, err))
+			}
+		}
+	}
 	pl, err := placeQueues(c)
 	if err != nil {
 		return fail(err)
 	}
+	undo = append(undo, pl.release)
 	c.placement = pl
 	for i, q := range c.txqs {
 		q.cpu = pl.txCPU(i)
@@ -172,12 +228,11 @@ func Register(a Attachment) (*Context, error) {
 	}
 	if ap, ok := c.dev.(AttachPoster); ok {
 		if err := ap.AttachPost(c); err != nil {
-			pl.release()
 			return fail(fmt.Errorf("iflib: %s: IFDI_ATTACH_POST: %w", c.name, err))
 		}
 	}
 	c.link.Store(int32(LinkStateDown))
-	c.state = stateAttached
+	c.state.Store(int32(stateAttached))
 	c.startAdmin()
 	c.sysctl = c.buildSysctl()
 	publishExpvar(c)
@@ -190,10 +245,10 @@ func (c *Context) Name() string { return c.name }
 // Softc returns the softc context as validated and clamped at attach.
 func (c *Context) Softc() SoftcCtx { return c.sc }
 
-// Config returns the tunables in force.
+// Config returns the tunables in force, with every default resolved.
 func (c *Context) Config() Config { return c.cfg }
 
-// NumTxQueues and NumRxQueues are the queue-set counts in use.
+// NumTxQueues is the TX queue-set count in use.
 func (c *Context) NumTxQueues() int { return len(c.txqs) }
 
 // NumRxQueues is the RX queue-set count in use.
@@ -202,11 +257,19 @@ func (c *Context) NumRxQueues() int { return len(c.rxqs) }
 // Running reports IFF_DRV_RUNNING.
 func (c *Context) Running() bool { return c.running.Load() }
 
+// Detached returns a channel closed when Detach has finished (useful after
+// a Detach that returned ErrDeferred).
+func (c *Context) Detached() <-chan struct{} { return c.detached }
+
 // LinkState returns ifc_link_state.
 func (c *Context) LinkState() LinkState { return LinkState(c.link.Load()) }
 
-// LinkStateChange is iflib_link_state_change: the driver reports the link.
-// A link going up kicks every TX queue so that deferred work restarts.
+// LinkStateChange is iflib_link_state_change: the driver reports the link,
+// from IFDI_INIT, IFDI_UPDATE_ADMIN_STATUS or its link interrupt. While the
+// link is down Transmit fails with ErrLinkDown and the queues do not drain
+// (what is queued stays queued); the TX watchdog is disarmed (FreeBSD
+// marks every queue IFLIB_QUEUE_IDLE). A link going up kicks every TX
+// queue so that deferred work restarts.
 func (c *Context) LinkStateChange(s LinkState, baudrate uint64) {
 	old := LinkState(c.link.Swap(int32(s)))
 	c.baudrate.Store(baudrate)
@@ -218,10 +281,11 @@ func (c *Context) LinkStateChange(s LinkState, baudrate uint64) {
 }
 
 // allocQueues is iflib_queues_alloc: ring memory per hardware ring, TX
-// tags and maps, the mp_rings (or buf_rings) and the RX free lists.
+// tags and maps, the mp_rings (or buf_rings) and the RX free lists. On an
+// error it leaves what it made in the tables for freeQueues.
 func (c *Context) allocQueues() error {
 	root := c.bus.Tag()
-	low := lowAddrForWidth(c.sc.DMAWidth)
+	low := busdma.LowAddrForWidth(c.sc.DMAWidth)
 	ringTag := func(size int) (*busdma.Tag, error) {
 		return busdma.NewTag(root, busdma.TagConfig{
 			Alignment: c.shared.QAlign, LowAddr: low, HighAddr: busdma.MaxAddr,
@@ -278,6 +342,7 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 		maps: make([]*busdma.Map, size), sdM: make([]*Packet, size), sdFl: make([]uint8, size),
 		segs: make([]busdma.Segment, 0, MaxTxSegs), bufs: make([][]byte, 0, MaxTxSegs),
 		wake: make(chan struct{}, 1), sentinel: new(Packet),
+		st: newCounters[txCounter](int(numTxCounters)),
 	}
 	var err error
 	q.tag, err = busdma.NewTag(c.bus.Tag(), busdma.TagConfig{
@@ -313,15 +378,7 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 	case TxModeMPRing:
 		q.mpr, err = mpring.New[*Packet](MPRingSize, q.txqDrain, q.txqCanDrain)
 	case TxModeDRBR:
-		maxp := DefaultSimpleMaxProducers
-		if p := c.cfg.SimpleMaxProducers; p != nil {
-			maxp = *p
-		}
-		n := c.cfg.DRBRSize
-		if n == 0 {
-			n = DefaultDRBRSize
-		}
-		q.drbr, err = bufring.NewDRBR[*Packet](n, maxp, q.drbrXmit)
+		q.drbr, err = bufring.NewDRBR[*Packet](c.cfg.DRBRSize, c.cfg.DRBRMaxProducers, q.drbrXmit)
 	}
 	if err != nil {
 		q.destroyMaps()
@@ -330,214 +387,53 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 	return q, nil
 }
 
-// destroyMaps is iflib_txsd_destroy (after freeAll: no map is loaded).
-func (q *txq) destroyMaps() {
-	for i, m := range q.maps {
-		if m != nil {
+// destroyMaps is iflib_txsd_destroy. It returns how many maps were still
+// loaded (they are unloaded first).
+func (q *txq) destroyMaps() int {
+	loaded := 0
+	destroy := func(ms []*busdma.Map) {
+		for i, m := range ms {
+			if m == nil {
+				continue
+			}
+			if m.Loaded() {
+				loaded++
+				_ = m.Unload()
+			}
 			_ = m.Destroy()
-			q.maps[i] = nil
+			ms[i] = nil
 		}
 	}
-	for i, m := range q.tsoMap {
-		if m != nil {
-			_ = m.Destroy()
-			q.tsoMap[i] = nil
-		}
-	}
+	destroy(q.maps)
+	destroy(q.tsoMap)
+	return loaded
 }
 
 // freeQueues is iflib_tx_structures_free / iflib_rx_structures_free and
-// iflib_dma_free of every ring.
-func (c *Context) freeQueues() {
+// iflib_dma_free of every ring, after the device stopped. It undoes exactly
+// what allocQueues made (the tables may be partly filled after a failed
+// Register) and reports what it found still in use: iflib maps still
+// loaded, and RX zones with packets out (whose memory it then keeps).
+// The queue tables themselves stay, for the counters.
+func (c *Context) freeQueues() error {
+	leak := &LeakError{}
 	for _, q := range c.txqs {
-		q.freeAll()
-		q.destroyMaps()
+		leak.Maps += q.destroyMaps()
 	}
 	for _, q := range c.rxqs {
-		q.free()
+		l := q.free()
+		leak.Maps += l.Maps
+		leak.Zones = append(leak.Zones, l.Zones...)
 	}
 	for _, r := range c.txRings {
-		r.Sync(busdma.PostRead | busdma.PostWrite)
-		_ = r.mem.Free()
+		r.free()
 	}
 	for _, r := range c.rxRings {
-		r.Sync(busdma.PostRead | busdma.PostWrite)
-		_ = r.mem.Free()
+		r.free()
 	}
-	c.txqs, c.rxqs, c.txRings, c.rxRings = nil, nil, nil, nil
-}
-
-// Init is iflib_init_locked: IFDI_INIT, fill the free lists, start the
-// queue tasks, set RUNNING, enable interrupts.
-func (c *Context) Init() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.initLocked()
-}
-
-func (c *Context) initLocked() error {
-	switch c.state {
-	case stateRunning:
-		return nil
-	case stateAttached:
-	default:
-		return fmt.Errorf("%w: Init after detach", ErrState)
-	}
-	for i, q := range c.txqs {
-		q.ring.Sync(busdma.PreRead | busdma.PreWrite)
-		if qs, ok := c.dev.(QueueSetupper); ok {
-			if err := qs.TxqSetup(c, i); err != nil {
-				return fmt.Errorf("iflib: %s: IFDI_TXQ_SETUP: %w", c.name, err)
-			}
-		}
-	}
-	if err := c.dev.Init(c); err != nil {
-		return fmt.Errorf("iflib: %s: IFDI_INIT: %w", c.name, err)
-	}
-	for i, q := range c.rxqs {
-		if qs, ok := c.dev.(QueueSetupper); ok {
-			if err := qs.RxqSetup(c, i); err != nil {
-				c.dev.Stop(c)
-				return fmt.Errorf("iflib: %s: IFDI_RXQ_SETUP: %w", c.name, err)
-			}
-		}
-		q.setup()
-	}
-	c.running.Store(true)
-	c.stopCh = make(chan struct{})
-	for _, q := range c.txqs {
-		c.tasks.Add(1)
-		go q.task()
-	}
-	for _, q := range c.rxqs {
-		c.tasks.Add(1)
-		go q.task()
-	}
-	c.tasks.Add(1)
-	go c.timer()
-	c.state = stateRunning
-	c.dev.IntrEnable(c)
-	if u, ok := c.dev.(AdminStatusUpdater); ok {
-		u.UpdateAdminStatus(c)
+	c.txRings, c.rxRings = nil, nil
+	if leak.Maps > 0 || len(leak.Zones) > 0 {
+		return leak
 	}
 	return nil
-}
-
-// Stop is iflib_stop: refuse new transmits, let the ones in progress
-// finish while the device still runs, stop the tasks, purge what is still
-// queued (counted as oqdrops), IFDI_STOP, then free every packet left on a
-// descriptor ring and every posted RX buffer. After Stop no map is loaded
-// and every packet is back in its zone.
-func (c *Context) Stop() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stopLocked()
-}
-
-func (c *Context) stopLocked() error {
-	if c.state != stateRunning {
-		return nil
-	}
-	c.running.Store(false)
-	// Transmits in flight may be blocked in a full drbr ring: keep the TX
-	// tasks draining until they are out.
-	for c.inflight.Load() > 0 {
-		for _, q := range c.txqs {
-			q.kick()
-		}
-		runtime.Gosched()
-		time.Sleep(50 * time.Microsecond)
-	}
-	c.dev.IntrDisable(c)
-	close(c.stopCh)
-	c.tasks.Wait()
-	for _, q := range c.txqs {
-		q.purge()
-	}
-	c.dev.Stop(c)
-	for _, q := range c.txqs {
-		q.freeAll()
-	}
-	for _, q := range c.rxqs {
-		q.stop()
-	}
-	c.state = stateAttached
-	return nil
-}
-
-// Detach is iflib_device_deregister: stop, free the queues and the rings,
-// IFDI_DETACH, release the placement.
-func (c *Context) Detach() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state == stateDetached {
-		return fmt.Errorf("%w: detached twice", ErrState)
-	}
-	if err := c.stopLocked(); err != nil {
-		return err
-	}
-	c.stopAdmin()
-	if qf, ok := c.dev.(QueuesFreer); ok {
-		qf.QueuesFree(c)
-	}
-	c.freeQueues()
-	err := c.dev.Detach(c)
-	if c.placement != nil {
-		c.placement.release()
-	}
-	unpublishExpvar(c)
-	c.state = stateDetached
-	return err
-}
-
-// purge is iflib_ifmp_purge (mpring) or drbr_flush: free what is still
-// queued, counting each as an oqdrop.
-// Preconditions: no transmit in flight and the TX task stopped.
-func (q *txq) purge() {
-	switch {
-	case q.mpr != nil:
-		q.purging.Store(true)
-		q.mpr.CheckDrainage(MPRingSize)
-		q.purging.Store(false)
-	case q.drbr != nil:
-		n := q.drbr.Flush(func(m *Packet) { m.Free() })
-		q.st.oqDrops.Add(uint64(n))
-	}
-}
-
-// TxIntr is iflib_fast_intr for a TX vector: the driver's interrupt
-// handler calls it; iflib schedules the queue's task, which re-enables the
-// interrupt when done.
-func (c *Context) TxIntr(qid int) {
-	if qid >= 0 && qid < len(c.txqs) {
-		c.txqs[qid].kick()
-	}
-}
-
-// RxIntr is iflib_fast_intr for an RX vector.
-func (c *Context) RxIntr(qid int) {
-	if qid >= 0 && qid < len(c.rxqs) {
-		c.rxqs[qid].kick()
-	}
-}
-
-// timer is iflib_timer's laggard kick: a TX queue with a deferred
-// doorbell, or a stalled ring, gets its task scheduled.
-func (c *Context) timer() {
-	defer c.tasks.Done()
-	t := time.NewTicker(c.cfg.TimerInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stopCh:
-			return
-		case <-t.C:
-			for _, q := range c.txqs {
-				q.kick()
-			}
-			for _, q := range c.rxqs {
-				q.kick()
-			}
-		}
-	}
 }

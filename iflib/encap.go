@@ -8,39 +8,46 @@ import (
 )
 
 // encap is iflib_encap(txq, &m): map the chain, fill the if_pkt_info, hand
-// it to TxdEncap, sync PREWRITE, and account the descriptors.
+// it to TxdEncap, sync PREWRITE, and account the descriptors. Like
+// FreeBSD's struct mbuf **m_headp, mp is where the caller keeps the
+// packet: when collapse or defrag replaces the chain, encap writes the
+// replacement back, so the caller always holds the live chain.
 //
 // Results and ownership:
 //   - nil: the packet is on the ring (ifsd_m) and will be freed by reclaim;
 //   - errNoDesc: too few descriptors even after a forced reclaim; the map
-//     was unloaded and the packet is still the caller's (FreeBSD frees it
-//     here in simple mode only; the caller does that);
-//   - any other error: the packet was freed and the failure counted.
+//     was unloaded and *mp (possibly a replacement) is still the caller's
+//     (FreeBSD frees it here in simple mode only; the caller does that);
+//   - any other error: *mp was freed, set to nil, and counted (oerrors).
 //
-// FreeBSD quirk not modelled: when bus_dmamap_load_mbuf_sg returns ENOMEM
+// FreeBSD quirks not modelled: when bus_dmamap_load_mbuf_sg returns ENOMEM
 // (bounce pages exhausted), iflib_encap neither frees the mbuf nor keeps it
-// in the ring (the mp_ring drain counts it consumed), leaking it. We free
-// and count it (no_tx_dma_setup, tx_map_failed, oqdrops).
+// in the ring (the mp_ring drain counts it consumed), leaking it; and when
+// iflib_ether_pad cannot append it frees the mbuf and returns ENOBUFS,
+// which the drain takes for "keep it" (a use after free). Here both are
+// freed, counted and reported as ErrNoMem.
 //
 // Preconditions: the caller is the queue's consumer.
-func (q *txq) encap(m *Packet) error { return q.encapOnce(m, false) }
-
-// encapOnce is encap; defragged says the driver already returned EFBIG
-// once for this packet, so a second EFBIG is final.
-func (q *txq) encapOnce(m *Packet, defragged bool) error {
+func (q *txq) encap(mp **Packet) error {
 	ctx := q.ctx
+	m := *mp
 	pidx := q.pidx
 	tso := m.Hdr.CsumFlags&CsumTSO != 0 && q.tsoTag != nil
-	mp, maxSegs, fl := q.maps[pidx], ctx.sc.TxNSegments, sdNoTSO
+	dmap, maxSegs, fl := q.maps[pidx], ctx.sc.TxNSegments, sdNoTSO
 	if tso {
-		mp, maxSegs, fl = q.tsoMap[pidx], ctx.sc.TxTSOSegmentsMax, sdTSO
+		dmap, maxSegs, fl = q.tsoMap[pidx], ctx.sc.TxTSOSegmentsMax, sdTSO
+	}
+	fail := func(err error) error {
+		q.st.inc(txOErrors, 1)
+		(*mp).Free()
+		*mp = nil
+		return err
 	}
 
 	if ctx.shared.Flags&FlagNeedEtherPad != 0 && m.Hdr.Len < ctx.sc.MinFrameSize {
 		if !etherPad(m, ctx.sc.MinFrameSize) {
-			q.st.mapFailed.Add(1)
-			m.Free()
-			return ErrNoMem
+			q.st.inc(txMapFailed, 1)
+			return fail(ErrNoMem)
 		}
 	}
 
@@ -57,108 +64,134 @@ func (q *txq) encapOnce(m *Packet, defragged bool) error {
 	}
 	if pi.CsumFlags != 0 || pi.VTag != 0 {
 		if err := q.parseHeader(pi, m); err != nil {
-			q.st.mapFailed.Add(1)
-			m.Free()
-			return err
+			q.st.inc(txMapFailed, 1)
+			return fail(err)
 		}
 	}
 
 	remap := 0
-	var segs []busdma.Segment
-	var err error
 	for {
-		segs, err = mp.LoadMulti(q.chainBufs(m), q.segs[:0])
+		segs, err := dmap.LoadMulti(q.chainBufs(m), q.segs[:0])
 		if err == nil && len(segs) > maxSegs {
 			// The tag allows more segments than the clamped ntxd/12: treat
 			// it as EFBIG, as the clamped tag would have.
-			_ = mp.Unload()
+			_ = dmap.Unload()
 			err = busdma.ErrTooBig
 		}
-		if !errors.Is(err, busdma.ErrTooBig) {
-			break
-		}
-		// EFBIG: first m_collapse, then m_defrag, then give up.
-		var ok bool
-		switch remap {
-		case 0:
-			q.st.collapses.Add(1)
-			ok = collapse(m, maxSegs)
-		case 1:
-			q.st.mbufDefrag.Add(1)
-			m, ok = q.defragChain(m)
-		}
-		remap++
-		if !ok || remap > 2 {
-			q.st.mbufDefragFailed.Add(1)
-			q.st.mapFailed.Add(1)
-			m.Free()
-			return ErrNoMem
-		}
-	}
-	if err != nil {
-		q.st.noTxDMASetup.Add(1)
-		q.st.mapFailed.Add(1)
-		m.Free()
-		if errors.Is(err, busdma.ErrInvalid) {
-			return ErrTooBig
-		}
-		return ErrNoMem
-	}
-	nsegs := len(segs)
-	q.sdM[pidx], q.sdFl[pidx] = m, fl
-
-	if nsegs > q.avail() {
-		q.reclaimForce()
-		if nsegs > q.avail() {
-			q.st.noDescAvail.Add(1)
-			_ = mp.Unload()
-			q.sdM[pidx], q.sdFl[pidx] = nil, 0
-			q.kick()
-			return errNoDesc
-		}
-	}
-
-	// Report-status batching.
-	q.rsPending += nsegs + 1
-	if q.rsPending > q.maxRSDeferred() || ctx.cfg.NoTxBatch || q.avail()-nsegs <= q.maxTxDesc() {
-		pi.Flags |= IPITxIntr
-		q.rsPending = 0
-	}
-	pi.Segs, pi.NSegs = segs, nsegs
-
-	if err := ctx.txrx.TxdEncap(pi); err != nil {
-		_ = mp.Unload()
-		q.sdM[pidx], q.sdFl[pidx] = nil, 0
-		if errors.Is(err, ErrEncapTooBig) && !defragged {
-			q.st.encapEFBIG.Add(1)
-			q.st.mbufDefrag.Add(1)
-			var ok bool
-			if m, ok = q.defragChain(m); ok {
-				return q.encapOnce(m, true)
+		if errors.Is(err, busdma.ErrTooBig) {
+			// EFBIG: m_collapse once, m_defrag once (also when the collapse
+			// failed), then give up.
+			if !q.remapChain(mp, &remap, maxSegs) {
+				return fail(ErrNoMem)
 			}
-			q.st.mbufDefragFailed.Add(1)
+			m = *mp
+			continue
 		}
-		q.st.mapFailed.Add(1)
-		m.Free()
-		return err
+		if err != nil {
+			q.st.inc(txNoDMASetup, 1)
+			q.st.inc(txMapFailed, 1)
+			switch {
+			case errors.Is(err, busdma.ErrInvalid):
+				return fail(ErrTooBig)
+			case errors.Is(err, busdma.ErrNotInSpace):
+				return fail(ErrWrongSpace)
+			}
+			return fail(ErrNoMem)
+		}
+		nsegs := len(segs)
+		q.sdM[pidx], q.sdFl[pidx] = m, fl
+
+		if nsegs > q.avail() {
+			q.reclaimForce()
+			if nsegs > q.avail() {
+				q.st.inc(txNoDescAvail, 1)
+				_ = dmap.Unload()
+				q.sdM[pidx], q.sdFl[pidx] = nil, 0
+				q.kick()
+				return errNoDesc
+			}
+		}
+
+		// Report-status batching. pi keeps IPI_TX_INTR across a retry after
+		// the driver's EFBIG, as FreeBSD's goto defrag does.
+		q.rsPending += nsegs + 1
+		if q.rsPending > q.maxRSDeferred() || ctx.cfg.NoTxBatch || q.avail()-nsegs <= q.maxTxDesc() {
+			pi.Flags |= IPITxIntr
+			q.rsPending = 0
+		}
+		pi.Segs, pi.NSegs = segs, nsegs
+
+		if err := ctx.txrx.TxdEncap(pi); err != nil {
+			_ = dmap.Unload()
+			q.sdM[pidx], q.sdFl[pidx] = nil, 0
+			if errors.Is(err, ErrEncapTooBig) && remap < 2 {
+				q.st.inc(txEncapEFBIG, 1)
+				remap = 1 // straight to m_defrag
+				if !q.remapChain(mp, &remap, maxSegs) {
+					return fail(ErrNoMem)
+				}
+				m = *mp
+				continue
+			}
+			q.st.inc(txMapFailed, 1)
+			return fail(err)
+		}
+		if ndesc := pi.NewPIdx - pidx; pi.NewPIdx < 0 || pi.NewPIdx >= q.size || ndesc == 0 && nsegs > 0 ||
+			(ndesc+q.size)%q.size > nsegs+q.pad {
+			// A driver that reports an impossible new producer index would
+			// corrupt the ring accounting (FreeBSD MPASSes it).
+			_ = dmap.Unload()
+			q.sdM[pidx], q.sdFl[pidx] = nil, 0
+			q.st.inc(txMapFailed, 1)
+			return fail(ErrBadDriverIndex)
+		}
+		dmap.Sync(busdma.PreWrite)
+		ndesc := pi.NewPIdx - pidx
+		if ndesc <= 0 {
+			ndesc += q.size
+			q.gen = true
+		}
+		q.inUse += ndesc
+		q.dbPending += ndesc
+		q.pidx = pi.NewPIdx & q.mask
+		q.npending += pi.NDescs
+		q.st.inc(txOPackets, 1)
+		q.st.inc(txOBytes, uint64(pi.Len))
+		if pi.MFlags&MMcast != 0 {
+			q.st.inc(txOMcasts, 1)
+		}
+		return nil
 	}
-	mp.Sync(busdma.PreWrite)
-	ndesc := pi.NewPIdx - pidx
-	if ndesc <= 0 {
-		ndesc += q.size
-		q.gen = true
+}
+
+// remapChain is the EFBIG step of iflib_encap: m_collapse the first time
+// (falling through to m_defrag when collapsing cannot get the chain down
+// to maxSegs), m_defrag the second; a third EFBIG fails (defrag_failed).
+// A replacement chain is written back to *mp.
+func (q *txq) remapChain(mp **Packet, remap *int, maxSegs int) bool {
+	if *remap == 0 {
+		q.st.inc(txCollapses, 1)
+		if !collapse(*mp, maxSegs) {
+			*remap++
+		}
 	}
-	q.inUse += ndesc
-	q.st.inUseA.Store(int64(q.inUse))
-	q.dbPending += ndesc
-	q.pidx = pi.NewPIdx & q.mask
-	q.npending += pi.NDescs
-	q.st.oPackets.Add(1)
-	q.st.oBytes.Add(uint64(pi.Len))
-	if pi.MFlags&MMcast != 0 {
-		q.st.oMcasts.Add(1)
+	if *remap == 1 {
+		q.st.inc(txMbufDefrag, 1)
+		m, ok := q.defragChain(*mp)
+		if !ok {
+			q.st.inc(txMbufDefragFailed, 1)
+			q.st.inc(txMapFailed, 1)
+			return false
+		}
+		*mp = m
 	}
-	return nil
+	if *remap > 1 {
+		q.st.inc(txMbufDefragFailed, 1)
+		q.st.inc(txMapFailed, 1)
+		return false
+	}
+	*remap++
+	return true
 }
 
 // chainBufs lists the chain's non-empty buffers in q.bufs (no allocation
@@ -237,7 +270,8 @@ func (q *txq) defragChain(m *Packet) (*Packet, bool) {
 }
 
 // etherPad is iflib_ether_pad: append zeros until the frame is min bytes,
-// in the last buffer's trailing space.
+// in the last buffer's trailing space or, like m_append, in a new buffer
+// from the head's zone. It reports false when no buffer could be had.
 func etherPad(m *Packet, min int) bool {
 	last := m
 	for last.Next != nil {
@@ -248,7 +282,15 @@ func etherPad(m *Packet, min int) bool {
 		return true
 	}
 	if last.Cap() < need {
-		return false
+		p, err := m.zone.Get()
+		if err != nil || p.Cap() < need {
+			if p != nil {
+				p.Free()
+			}
+			return false
+		}
+		last.Next = p
+		last = p
 	}
 	b := last.cl[last.off+last.n : last.off+last.n+need]
 	clear(b)
@@ -280,7 +322,7 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 		need = m.Hdr.Len
 	}
 	if m.n < need && m.Next != nil {
-		q.st.pullups.Add(1)
+		q.st.inc(txPullups, 1)
 		pullup(m, need)
 	}
 	b := m.Bytes()

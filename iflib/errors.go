@@ -3,41 +3,131 @@ package iflib
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goiflib/goiflib/busdma"
 )
 
 // Sentinel errors. Hot paths return these values; they never build an error
-// per call.
+// per call. Each Transmit error says who owns the packet afterwards (see
+// Context.Transmit): unless noted, it has been freed and counted.
 var (
-	// ErrNotRunning is ENETDOWN: the interface is not IFF_DRV_RUNNING or the
-	// link is down. The packet was freed and counted in oqdrops.
+	// ErrNotRunning is ENETDOWN: the interface is not IFF_DRV_RUNNING
+	// (before Init, after Stop, during a reset). Counted in oqdrops.
 	ErrNotRunning = errors.New("iflib: interface not running (ENETDOWN)")
+	// ErrLinkDown is ENETDOWN because the link is down: the interface runs
+	// but the driver has not reported the link up. It matches ErrNotRunning
+	// with errors.Is. A driver reports its link with
+	// Context.LinkStateChange(LinkStateUp, baudrate), usually from
+	// IFDI_INIT or IFDI_UPDATE_ADMIN_STATUS. Counted in oqdrops.
+	ErrLinkDown error = &netDownError{"iflib: link down (ENETDOWN): the driver has not reported the link up; " +
+		"it must call Context.LinkStateChange(LinkStateUp, baudrate), e.g. from IFDI_INIT or IFDI_UPDATE_ADMIN_STATUS"}
 	// ErrNoBufs is ENOBUFS: a ring or the descriptors were full and the mode
-	// drops. The packet was freed and counted.
+	// drops. Counted in oqdrops.
 	ErrNoBufs = errors.New("iflib: no buffer space (ENOBUFS)")
-	// ErrNoMem is ENOMEM: a DMA mapping could not be set up (bounce pages,
-	// defrag failed). The packet was freed and counted.
+	// ErrNoMem is ENOMEM: a DMA mapping could not be set up (bounce pages or
+	// IOVA space exhausted, defrag could not allocate). Counted in oerrors.
 	ErrNoMem = errors.New("iflib: cannot map packet (ENOMEM)")
 	// ErrTooBig is a packet larger than the TX tag's maxsize (EINVAL from
-	// bus_dmamap_load_mbuf_sg). The packet was freed and counted.
+	// bus_dmamap_load_mbuf_sg). Counted in oerrors.
 	ErrTooBig = errors.New("iflib: packet larger than the DMA tag allows")
-	// ErrEmptyPacket is a packet with no bytes. It was freed and counted.
+	// ErrBadLength is a packet whose Hdr.Len is negative or disagrees with
+	// the bytes in its chain (m_pkthdr.len != the sum of m_len). Counted in
+	// oerrors.
+	ErrBadLength = errors.New("iflib: packet header length disagrees with the chain (Hdr.Len != ChainLen)")
+	// ErrWrongSpace is a packet whose buffers are not memory of the
+	// device's busdma address space (a zone created on another space). It
+	// matches busdma.ErrNotInSpace with errors.Is. Counted in oerrors.
+	ErrWrongSpace error = &wrongSpaceError{}
+	// ErrEmptyPacket is a packet with no bytes. Counted in oerrors.
 	ErrEmptyPacket = errors.New("iflib: empty packet")
 	// ErrNilPacket is a nil packet; nothing was counted.
 	ErrNilPacket = errors.New("iflib: nil packet")
+	// ErrForeignPacket is a Packet that no Zone handed out (a Packet
+	// literal): iflib cannot free it. Counted in oerrors; the caller keeps it.
+	ErrForeignPacket = errors.New("iflib: packet not from a zone (use Zone.Get)")
+	// ErrUseAfterFree is a packet used after it was freed: it was passed to
+	// Transmit or Free after a Free (a failed Transmit frees the packet).
+	// Nothing was counted and the packet was not touched; with the busdma
+	// checker on, a report names where it was freed and where it was used.
+	ErrUseAfterFree = errors.New("iflib: packet used after it was freed")
 	// ErrNoPackets is an exhausted packet zone (uma_zalloc M_NOWAIT failing).
 	ErrNoPackets = errors.New("iflib: packet zone exhausted")
-	// ErrState is a lifecycle call in the wrong state (init before attach,
-	// detach while running, ...).
+	// ErrState is a lifecycle call in the wrong state (Init before
+	// Register succeeded, anything after Detach began).
 	ErrState = errors.New("iflib: wrong context state")
+	// ErrDetached is any call on a context whose Detach has begun
+	// (IFC_IN_DETACH). It matches ErrState with errors.Is.
+	ErrDetached = fmt.Errorf("%w: context detached", ErrState)
+	// ErrDeferred is returned by Stop or Detach called from one of the
+	// context's own goroutines (the input callback, RxFilter, a TxRx or
+	// IFDI method): they cannot wait for themselves, so the request was
+	// handed to the admin task, which carries it out as soon as the caller
+	// returns. Context.Detached is closed when a deferred Detach finishes.
+	ErrDeferred = errors.New("iflib: lifecycle call from the context's own goroutine handed to the admin task")
 	// ErrDoubleFree is a packet freed twice; the second free is ignored.
 	ErrDoubleFree = errors.New("iflib: packet freed twice")
+	// ErrBadDriverIndex is a TxdEncap that reported an impossible new
+	// producer index (outside the ring, or more descriptors than nsegs plus
+	// the pad). The packet was freed and counted in oerrors.
+	ErrBadDriverIndex = errors.New("iflib: TxdEncap reported an impossible ipi_new_pidx")
+	// ErrNoQueue is a queue index out of range.
+	ErrNoQueue = errors.New("iflib: no such queue")
+	// ErrLeak is Detach (or Zone.Close) finding packets still held outside
+	// their zone, or DMA maps still loaded. See LeakError.
+	ErrLeak = errors.New("iflib: resources still in use at teardown")
 )
+
+type netDownError struct{ msg string }
+
+func (e *netDownError) Error() string        { return e.msg }
+func (e *netDownError) Is(target error) bool { return target == ErrNotRunning }
+
+type wrongSpaceError struct{}
+
+func (*wrongSpaceError) Error() string {
+	return "iflib: packet memory is not in the device's address space (create the zone on Attachment.Bus.Space())"
+}
+func (*wrongSpaceError) Is(target error) bool { return target == busdma.ErrNotInSpace }
+
+func errBadQueue(qid, n int) error {
+	return fmt.Errorf("%w: queue %d of %d", ErrNoQueue, qid, n)
+}
+
+// LeakError reports what a teardown found still in use: packets held
+// outside their zone (by the stack, or lost) and DMA maps still loaded.
+// It matches ErrLeak with errors.Is. The memory of a zone with packets
+// out is not returned to its space, so that those packets stay valid.
+type LeakError struct {
+	Zones []ZoneLeak // zones with packets out
+	Maps  int        // iflib's DMA maps still loaded
+}
+
+// ZoneLeak is one zone's missing packets.
+type ZoneLeak struct {
+	Zone        string
+	Outstanding int // packets not back in the zone
+	Size        int
+}
+
+func (e *LeakError) Error() string {
+	s := "iflib: leak at teardown:"
+	for _, z := range e.Zones {
+		s += fmt.Sprintf(" zone %s has %d of %d packets out;", z.Zone, z.Outstanding, z.Size)
+	}
+	if e.Maps > 0 {
+		s += fmt.Sprintf(" %d DMA maps still loaded;", e.Maps)
+	}
+	return s[:len(s)-1]
+}
+
+// Is makes errors.Is(err, ErrLeak) true.
+func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
 // ConfigError reports an invalid attach parameter (the checks of
 // _iflib_assert, _iflib_pre_assert and iflib_reset_qvalues). It matches
 // ErrConfig with errors.Is.
 type ConfigError struct {
-	Field  string // the if_shared_ctx / if_softc_ctx field, Go-named
+	Field  string // the if_shared_ctx / if_softc_ctx / Config field, Go-named
 	Value  any
 	Reason string
 }

@@ -52,14 +52,10 @@ type freeList struct {
 	rxdIdxs  [MaxRxRefresh]uint16         // ifl_rxd_idxs
 	segs     []busdma.Segment
 	iru      RxdUpdate
+	marks    []uint64 // validate's scratch: slots named by the packet being checked
 
-	loads      atomic.Uint64 // bus_dmamap_load calls (new clusters, or every post with reuse off)
-	reuses     atomic.Uint64 // posts by the stored ifsd_ba, no load
-	allocFails atomic.Uint64 // cluster allocation failures
-	loadFails  atomic.Uint64 // map load failures
-	pidxA      atomic.Int64  // mirrors for the sysctl tree
-	cidxA      atomic.Int64
-	creditsA   atomic.Int64
+	st                      *counters[rxCounter] // the queue's
+	pidxA, cidxA, creditsA atomic.Int64          // mirrors for the sysctl tree
 }
 
 func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low busdma.BusAddr) (*freeList, error) {
@@ -67,7 +63,8 @@ func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low 
 	fl := &freeList{
 		rxq: q, id: id, size: size, mask: size - 1, bufSize: bufSize, ring: ring,
 		sdMap: make([]*busdma.Map, size), sdCl: make([]*Packet, size), sdBA: make([]busdma.BusAddr, size),
-		bitmap: make([]uint64, (size+63)/64), segs: make([]busdma.Segment, 0, 1),
+		bitmap: make([]uint64, (size+63)/64), marks: make([]uint64, (size+63)/64),
+		segs: make([]busdma.Segment, 0, 1), st: &q.st,
 	}
 	var err error
 	fl.tag, err = busdma.NewTag(c.bus.Tag(), busdma.TagConfig{
@@ -84,12 +81,40 @@ func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low 
 	fl.cache = fl.zone.NewCache()
 	for i := range fl.sdMap {
 		if fl.sdMap[i], err = fl.tag.CreateMap(); err != nil {
-			fl.destroy()
-			return nil, fmt.Errorf("iflib: %s: Unable to create RX DMA map: %w", c.name, err)
+			return fl, fmt.Errorf("iflib: %s: Unable to create RX DMA map: %w", c.name, err)
 		}
+	}
+	if err := fl.checkLoadable(); err != nil {
+		return fl, err
 	}
 	fl.iru = RxdUpdate{QSIdx: q.id, BufSize: bufSize, FLIdx: id}
 	return fl, nil
+}
+
+// checkLoadable refuses, at Register, a zone whose clusters the free
+// list's tag cannot load in one segment (a jumbo cluster carved from
+// physically discontiguous pages, say): refill would fail on every one of
+// them. FreeBSD takes jumbo clusters from physically contiguous zones.
+func (fl *freeList) checkLoadable() error {
+	if fl.bufSize <= pageSize && fl.bufSize&(fl.bufSize-1) == 0 {
+		return nil // carved aligned to their size: never across a page
+	}
+	mp := fl.sdMap[0]
+	for i := range fl.zone.pkts {
+		segs, err := mp.Load(fl.zone.pkts[i].cl, fl.segs[:0])
+		n := len(segs)
+		if err == nil {
+			_ = mp.Unload()
+			if n == 1 {
+				continue
+			}
+			err = fmt.Errorf("%d segments", n)
+		}
+		return cfgErr(fmt.Sprintf("RxdBufSize[%d]", fl.id), fl.bufSize,
+			fmt.Sprintf("RX clusters of %d bytes are not DMA-loadable in one segment on %s (cluster %d: %v); "+
+				"use clusters that fit a page or a space with contiguous memory", fl.bufSize, fl.rxq.ctx.space.Name(), i, err))
+	}
+	return nil
 }
 
 func (fl *freeList) isSet(i int) bool { return fl.bitmap[i>>6]&(1<<(uint(i)&63)) != 0 }
@@ -139,7 +164,7 @@ func (fl *freeList) refill(count int) int {
 			if p == nil {
 				var err error
 				if p, err = fl.cache.Get(); err != nil {
-					fl.allocFails.Add(1)
+					fl.st.inc(rxAllocFails, 1)
 					ret = rxeofEmpty
 					break
 				}
@@ -152,15 +177,15 @@ func (fl *freeList) refill(count int) int {
 				if err == nil {
 					_ = mp.Unload()
 				}
-				fl.loadFails.Add(1)
+				fl.st.inc(rxLoadFails, 1)
 				fl.cache.Put(p)
 				ret = rxeofEmpty
 				break
 			}
-			fl.loads.Add(1)
+			fl.st.inc(rxMapLoads, 1)
 			fl.sdBA[frag], fl.sdCl[frag] = segs[0].Addr, p
 		} else {
-			fl.reuses.Add(1)
+			fl.st.inc(rxBAReuses, 1)
 		}
 		mp.Sync(busdma.PreRead)
 		fl.set(frag)
@@ -181,9 +206,16 @@ func (fl *freeList) refill(count int) int {
 		}
 		fl.ring.Sync(busdma.PreRead | busdma.PreWrite)
 		q.ctx.txrx.RxdFlush(q.id, fl.id, fl.pidx)
-		q.st.rxdFlush.Add(1)
-		if next := (frag + 1) & fl.mask; fl.isSet(next) {
-			fl.fragidx = next
+		q.st.inc(rxdFlushes, 1)
+	}
+	// _iflib_fl_refill: continue after the last slot if it was posted,
+	// else retry it next time. (Testing the bit after it instead, as this
+	// code once did, leaves fragidx one behind pidx after a refill that
+	// ends with the list full; once the list then drains empty, the next
+	// refill posts descriptor d with the buffer of slot d-1.)
+	if frag >= 0 {
+		if fl.isSet(frag) {
+			fl.fragidx = (frag + 1) & fl.mask
 		} else {
 			fl.fragidx = frag
 		}
@@ -205,44 +237,59 @@ func (fl *freeList) refillAll() int {
 	return fl.refill(fl.size - fl.credits - 1)
 }
 
-// validFrag reports whether a fragment names a posted slot and fits its
-// buffer: the device's word is not trusted.
-func (fl *freeList) validFrag(f RxdFrag) bool {
+// markFrag checks that a fragment names a posted slot not yet named by
+// the packet being validated, and that pad plus its length fit the
+// buffer; it marks the slot (clearMarks forgets the marks). The driver's
+// word is not trusted.
+func (fl *freeList) markFrag(f RxdFrag, pad int) bool {
 	i := int(f.Idx)
-	return i < fl.size && fl.isSet(i) && fl.sdCl[i] != nil && int(f.Len) <= fl.bufSize
+	if i >= fl.size || !fl.isSet(i) || fl.sdCl[i] == nil || pad+int(f.Len) > fl.bufSize {
+		return false
+	}
+	w, b := i>>6, uint64(1)<<(uint(i)&63)
+	if fl.marks[w]&b != 0 {
+		return false // the same slot twice in one packet
+	}
+	fl.marks[w] |= b
+	return true
 }
+
+func (fl *freeList) clearMarks() { clear(fl.marks) }
 
 // fragToSD is rxd_frag_to_sd: consume one posted slot. POSTREAD always;
 // unload only when the cluster leaves (unload && len != 0), and then the
-// slot forgets the cluster.
-// Preconditions: validFrag(f).
+// slot forgets the cluster. The consumer index advances by one descriptor
+// (ifl_cidx + 1), whatever slot the driver named.
+// Preconditions: markFrag(f) held at validation.
 func (fl *freeList) fragToSD(f RxdFrag, unload bool) *Packet {
-	cidx := int(f.Idx)
+	slot := int(f.Idx)
 	fl.credits--
 	if fl.rxq.ctx.cfg.Prefetch {
 		// prefetch_pkts: the next slots' clusters.
 		for k := 1; k <= 4; k++ {
-			if p := fl.sdCl[(cidx+k)&fl.mask]; p != nil {
+			if p := fl.sdCl[(slot+k)&fl.mask]; p != nil {
 				prefetch.Pointer(unsafe.Pointer(unsafe.SliceData(p.cl)))
 			}
 		}
 	}
-	mp := fl.sdMap[cidx]
+	mp := fl.sdMap[slot]
 	mp.Sync(busdma.PostRead)
-	p := fl.sdCl[cidx]
+	p := fl.sdCl[slot]
 	if unload && f.Len != 0 {
 		_ = mp.Unload()
-		fl.sdCl[cidx] = nil
+		fl.sdCl[slot] = nil
 	}
-	fl.cidx = (cidx + 1) & fl.mask
-	fl.clr(cidx)
+	fl.cidx = (fl.cidx + 1) & fl.mask
+	fl.clr(slot)
 	fl.cidxA.Store(int64(fl.cidx))
 	fl.creditsA.Store(int64(fl.credits))
 	return p
 }
 
 // bufsFree is iflib_fl_bufs_free: POSTREAD, unload and free every
-// attached cluster, reset the indices and zero the ring.
+// attached cluster, reset the indices and zero the ring (synced around the
+// zeroing, so that the device's last write-backs are not written back over
+// it on a non-coherent machine).
 func (fl *freeList) bufsFree() {
 	for i, p := range fl.sdCl {
 		if p == nil {
@@ -257,18 +304,26 @@ func (fl *freeList) bufsFree() {
 	fl.cache.Flush()
 	clear(fl.bitmap)
 	fl.credits, fl.cidx, fl.pidx, fl.fragidx = 0, 0, 0, 0
-	clear(fl.ring.Vaddr)
+	fl.ring.zero()
 	fl.pidxA.Store(0)
 	fl.cidxA.Store(0)
 	fl.creditsA.Store(0)
 }
 
-// destroy is iflib_rx_sds_free (after bufsFree).
-func (fl *freeList) destroy() {
+// destroy is iflib_rx_sds_free (after bufsFree). It returns how many maps
+// were still loaded.
+func (fl *freeList) destroy() int {
+	loaded := 0
 	for i, m := range fl.sdMap {
-		if m != nil {
-			_ = m.Destroy()
-			fl.sdMap[i] = nil
+		if m == nil {
+			continue
 		}
+		if m.Loaded() {
+			loaded++
+			_ = m.Unload()
+		}
+		_ = m.Destroy()
+		fl.sdMap[i] = nil
 	}
+	return loaded
 }

@@ -40,20 +40,35 @@ type (
 		RxQueueIntrEnable(ctx *Context, qid int) error
 		TxQueueIntrEnable(ctx *Context, qid int) error
 	}
-	// QueueSetupper is IFDI_TXQ_SETUP / IFDI_RXQ_SETUP (default: nothing).
+	// QueueSetupper is IFDI_TXQ_SETUP / IFDI_RXQ_SETUP (default: nothing):
+	// called once per queue at Register, after the queues were handed out
+	// (iflib_qset_structures_setup), not on every Init.
 	QueueSetupper interface {
 		TxqSetup(ctx *Context, qid int) error
 		RxqSetup(ctx *Context, qid int) error
 	}
 	// AdminStatusUpdater is IFDI_UPDATE_ADMIN_STATUS: poll the link and call
-	// Context.LinkStateChange (default: nothing; the link follows Init/Stop).
+	// Context.LinkStateChange. iflib calls it at the end of Init and on
+	// every admin task pass (AdminIntr, resets, watchdog). Default: nothing,
+	// and then the driver must report its link itself (LinkStateChange from
+	// IFDI_INIT or its link interrupt): iflib never assumes the link is up.
 	AdminStatusUpdater interface{ UpdateAdminStatus(ctx *Context) }
 	// CounterGetter is IFDI_GET_COUNTER (default: iflib's own counters).
 	CounterGetter interface {
 		GetCounter(ctx *Context, c IfCounter) (uint64, bool)
 	}
-	// QueuesFreer is IFDI_QUEUES_FREE (default: nothing).
+	// QueuesFreer is IFDI_QUEUES_FREE (default: nothing). Called after
+	// IFDI_DETACH, as iflib_device_deregister does.
 	QueuesFreer interface{ QueuesFree(ctx *Context) }
+	// TimerHandler is IFDI_TIMER (default: nothing): iflib's timer calls it
+	// for each TX queue every Config.TimerInterval while running, without
+	// the context lock. em calls iflib_admin_intr_deferred here
+	// (Context.AdminIntr) to poll its link.
+	TimerHandler interface{ Timer(ctx *Context, qid int) }
+	// WatchdogResetter is IFDI_WATCHDOG_RESET (default: nothing): the admin
+	// task calls it when the TX watchdog found a hung queue, before it
+	// resets the interface (stop + init).
+	WatchdogResetter interface{ WatchdogReset(ctx *Context) }
 )
 
 // ErrNotSupported is ENOTSUP, the default of optional IFDI methods.

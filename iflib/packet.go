@@ -76,7 +76,10 @@ type Packet struct {
 	off  int    // m_data - cluster start
 	n    int    // m_len
 	zone *Zone
-	free atomic.Bool // true while in the zone; guards against double frees
+	free atomic.Bool // true while in the zone or a cache: double frees and uses after free are caught
+	// freeSite is where the packet was last freed, in debug mode
+	// (Zone.SetDebug); written by the freeing goroutine before free is set.
+	freeSite string
 }
 
 // Bytes returns the buffer's data (m_data, m_len). It aliases the cluster.
@@ -143,10 +146,20 @@ func (p *Packet) NumBufs() int {
 	return c
 }
 
-// Free returns every buffer of the chain to its zone (m_freem).
+// Free returns every buffer of the chain to its zone (m_freem). A packet
+// that no zone handed out (a Packet literal) is left alone; freeing a free
+// packet is ignored and counted in its zone's DoubleFrees.
 func (p *Packet) Free() {
 	for p != nil {
 		next := p.Next
+		if p.zone == nil {
+			return
+		}
+		if p.free.Load() {
+			// Do not follow Next: a free packet's chain pointer is stale.
+			p.zone.release(p)
+			return
+		}
 		p.zone.put(p)
 		p = next
 	}

@@ -69,7 +69,7 @@ func placeQueues(c *Context) (*placement, error) {
 		RxQueues: len(c.rxqs),
 		TxQueues: len(c.txqs),
 		Policy: cpumap.Policy{
-			CoreOffset:      c.cfg.CoreOffset,
+			CoreOffset:      coreOffset(c.cfg.CoreOffset),
 			SeparateTxRx:    c.cfg.SeparateTxRx,
 			UseLogicalCores: c.cfg.UseLogicalCores,
 		},
@@ -78,6 +78,17 @@ func placeQueues(c *Context) (*placement, error) {
 		return nil, fmt.Errorf("iflib: %s: queue placement: %w", c.name, err)
 	}
 	return &placement{pl: pl}, nil
+}
+
+// coreOffset maps Config.CoreOffset to cpumap's: nil is automatic.
+func coreOffset(v int) *int {
+	switch {
+	case v == 0:
+		return nil
+	case v < 0:
+		v = 0
+	}
+	return &v
 }
 
 // Placement returns the printable queue-to-CPU map of the context.

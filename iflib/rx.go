@@ -1,7 +1,7 @@
 package iflib
 
 import (
-	"sync/atomic"
+	"errors"
 	"time"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -17,13 +17,15 @@ const (
 //
 // Inbound flow (one rxeof pass):
 //
-//	POSTREAD|POSTWRITE ring ─▶ RxdAvailable ─▶ RxdPktGet ─▶ per fragment: POSTREAD
+//	POSTREAD|POSTWRITE ring ─▶ RxdAvailable ─▶ RxdPktGet ─▶ validate ─▶ per fragment: POSTREAD
 //	   ├─ ≤ RxCopyThresh, one fragment: copy out; cluster stays mapped in its slot
+//	   ├─ Discard (a frame error) or zero length: recycle the clusters, count ierrors
 //	   └─ otherwise: unload, hand the clusters up as a chain
 //	─▶ refill (reuse ifsd_ba, load only new clusters) ─▶ RxdFlush
-//	─▶ Input(batch) ─▶ MORE: run again; EMPTY: watchdog in 1 ms; else re-enable the interrupt
+//	─▶ Input(batch) ─▶ MORE: run again; EMPTY: watchdog (backing off); else re-enable the interrupt
 //
-// All fields but the counters and wake are owned by the queue's task.
+// All fields but the published counters and wake are owned by the queue's
+// task (or by Init/Stop with the task stopped).
 type rxq struct {
 	ctx   *Context
 	id    int
@@ -35,69 +37,38 @@ type rxq struct {
 	one   [1]*Packet
 	wake  chan struct{}
 	wdog  *time.Timer // ifr_watchdog
+	// emptyRuns counts consecutive rxeof passes whose refill failed: the
+	// RX watchdog backs off exponentially from 1 ms (FreeBSD: one tick) so
+	// that a refill that keeps failing does not spin.
+	emptyRuns int
 
-	st rxqStats
-}
-
-// rxqStats are the RX counters (interface counters and the debug counters
-// of reference §10.1 that concern RX).
-type rxqStats struct {
-	iPackets    atomic.Uint64 // IFCOUNTER_IPACKETS (rx_pkts)
-	iBytes      atomic.Uint64 // IFCOUNTER_IBYTES
-	iqDrops     atomic.Uint64 // IFCOUNTER_IQDROPS: no packet for a copy
-	iErrors     atomic.Uint64 // IFCOUNTER_IERRORS: bad packets from the device
-	copies      atomic.Uint64 // small packets copied (RX_COPY_THRESH path)
-	filtered    atomic.Uint64 // dropped by the early-drop filter (pfil), recycled
-	rxUnavail   atomic.Uint64 // rx_unavail
-	rxIfInput   atomic.Uint64 // rx_if_input: input calls
-	rxdFlush    atomic.Uint64 // rxd_flush
-	resets      atomic.Uint64 // IFC_DO_RESET requests from this queue
-	watchdogs   atomic.Uint64 // RX watchdog arms after EMPTY
-	intrEnables atomic.Uint64 // rx_intr_enables
-	taskRuns    atomic.Uint64 // task_fn_rx
-	ctxInactive atomic.Uint64 // rx_ctx_inactive
+	st counters[rxCounter]
 }
 
 func (c *Context) newRxq(id int, rings []RingMem, low busdma.BusAddr) (*rxq, error) {
-	q := &rxq{ctx: c, id: id, wake: make(chan struct{}, 1)}
-	budget := c.rxBudget()
-	q.batch = make([]*Packet, 0, budget)
+	q := &rxq{ctx: c, id: id, wake: make(chan struct{}, 1), st: newCounters[rxCounter](int(numRxCounters))}
+	q.batch = make([]*Packet, 0, c.cfg.RxBudget)
 	for j := 0; j < c.shared.NFL; j++ {
-		size := c.sc.NRxd[j]
-		buf := c.sc.RxdBufSize[j]
-		if buf == 0 {
-			buf = rxBufSizeFor(c.sc.MaxFrameSize)
+		fl, err := newFreeList(q, j, rings[j], c.sc.NRxd[j], c.rxBufSize(j), c.cfg.RxZoneSize, low)
+		if fl != nil {
+			q.fls = append(q.fls, fl)
 		}
-		zs := c.cfg.RxZoneSize
-		if zs == 0 {
-			zs = 2*size + 1024
-		}
-		fl, err := newFreeList(q, j, rings[j], size, buf, zs, low)
 		if err != nil {
 			q.free()
 			return nil, err
 		}
-		q.fls = append(q.fls, fl)
 	}
 	return q, nil
 }
 
-func (c *Context) rxBudget() int {
-	if c.cfg.RxBudget == 0 {
-		return DefaultRxBudget
+// rxBufSize is the cluster size of free list j: isc_rxd_buf_size, else
+// from isc_max_frame_size (iflib_calc_rx_mbuf_sz), rounded up to a
+// standard cluster size (resolved and checked at Register).
+func (c *Context) rxBufSize(j int) int {
+	if b := c.sc.RxdBufSize[j]; b != 0 {
+		return b
 	}
-	return c.cfg.RxBudget
-}
-
-func (c *Context) copyThresh() int {
-	switch t := c.cfg.CopyThresh; {
-	case t < 0:
-		return -1
-	case t == 0:
-		return RxCopyThresh
-	default:
-		return t
-	}
+	return rxBufSizeFor(c.sc.MaxFrameSize)
 }
 
 // setup is iflib_fl_setup for every list: free everything, then post
@@ -110,22 +81,41 @@ func (q *rxq) setup() {
 }
 
 // stop is the RX part of iflib_stop: the task is already stopped and the
-// device too; free the posted buffers.
+// device too. Frames the device wrote that rxeof did not take are counted
+// (rx_stop_discards), then the posted buffers are freed and the rings
+// zeroed.
 func (q *rxq) stop() {
 	if q.wdog != nil {
 		q.wdog.Stop()
 	}
+	q.emptyRuns = 0
+	if len(q.fls) > 0 {
+		if n := q.rxdAvail(q.fls[0].cidx, q.fls[0].size); n > 0 {
+			q.st.inc(rxStopDiscards, uint64(n))
+		}
+	}
 	for _, fl := range q.fls {
 		fl.bufsFree()
 	}
+	q.st.publish()
 }
 
-// free is iflib_rx_structures_free.
-func (q *rxq) free() {
+// free is iflib_rx_structures_free: it destroys the free lists and closes
+// their zones, and reports what was still in use.
+func (q *rxq) free() *LeakError {
+	leak := &LeakError{}
 	for _, fl := range q.fls {
 		fl.bufsFree()
-		fl.destroy()
+		leak.Maps += fl.destroy()
+		if err := fl.zone.Close(); err != nil {
+			var le *LeakError
+			if errors.As(err, &le) {
+				leak.Zones = append(leak.Zones, le.Zones...)
+			}
+		}
 	}
+	q.st.publish()
+	return leak
 }
 
 func (q *rxq) kick() {
@@ -152,45 +142,58 @@ func (q *rxq) refillAll() int {
 }
 
 // validate checks a packet description before any slot is consumed, so a
-// lying device cannot corrupt the free lists.
+// lying driver cannot corrupt the free lists: a fragment count in range,
+// every fragment naming a distinct posted slot whose buffer holds it, and
+// iri_len = iri_pad + the fragments' lengths (FreeBSD's convention:
+// irf_len excludes the pad, iri_len includes it; the pad sits before the
+// frame in the first buffer).
 func (q *rxq) validate(ri *RxdInfo) bool {
 	if ri.NFrags < 0 || ri.NFrags > len(q.frags) || ri.Pad < 0 {
 		return false
 	}
-	total := 0
-	for i := 0; i < ri.NFrags; i++ {
+	total, ok := ri.Pad, true
+	for i := 0; i < ri.NFrags && ok; i++ {
 		f := ri.Frags[i]
-		if int(f.FLID) >= len(q.fls) || !q.fls[f.FLID].validFrag(f) {
-			return false
+		pad := 0
+		if i == 0 {
+			pad = ri.Pad
+		}
+		if int(f.FLID) >= len(q.fls) || !q.fls[f.FLID].markFrag(f, pad) {
+			ok = false
 		}
 		total += int(f.Len)
 	}
-	if ri.NFrags > 0 && (ri.Len != total || ri.Pad > int(ri.Frags[0].Len)) {
-		return false
+	for _, fl := range q.fls {
+		fl.clearMarks()
 	}
-	return true
+	return ok && (ri.NFrags == 0 || ri.Len == total)
 }
 
 // rxeof is iflib_rxeof: up to budget packets, refill, one Input call.
 func (q *rxq) rxeof(budget int) int {
 	c := q.ctx
+	defer q.st.publish()
 	fl0 := q.fls[0]
 	avail := q.rxdAvail(fl0.cidx, budget)
 	if avail == 0 {
-		q.st.rxUnavail.Add(1)
+		q.st.inc(rxUnavail, 1)
 		return q.refillAll()
 	}
 	q.batch = q.batch[:0]
 	left := budget
 	for left > 0 && avail > 0 {
 		if !c.running.Load() {
-			q.st.ctxInactive.Add(1)
+			q.st.inc(rxCtxInactive, 1)
 			break
 		}
 		ri := &q.ri
 		*ri = RxdInfo{QSIdx: q.id, CIdx: fl0.cidx, Frags: q.frags[:]}
 		if err := c.txrx.RxdPktGet(ri); err != nil || !q.validate(ri) {
-			q.st.iErrors.Add(1)
+			// The driver could not describe the packet (em returns EBADMSG
+			// for a frame error) or lied: reset the interface. FreeBSD's
+			// error path leaks the packets it had collected; they are
+			// delivered first here.
+			q.st.inc(rxIErrors, 1)
 			q.deliver()
 			c.requestReset(q)
 			return 0
@@ -198,18 +201,14 @@ func (q *rxq) rxeof(budget int) int {
 		avail--
 		left--
 		if ri.NFrags == 0 {
-			continue
+			continue // a completion entry without a packet
 		}
-		q.st.iPackets.Add(1)
-		q.st.iBytes.Add(uint64(ri.Len))
-		m := q.pktGet(ri)
+		if m := q.pktGet(ri); m != nil {
+			q.batch = append(q.batch, m)
+		}
 		if avail == 0 && left > 0 {
 			avail = q.rxdAvail(fl0.cidx, left)
 		}
-		if m == nil {
-			continue
-		}
-		q.batch = append(q.batch, m)
 	}
 	ret := q.refillAll()
 	q.deliver()
@@ -219,44 +218,68 @@ func (q *rxq) rxeof(budget int) int {
 	return ret
 }
 
+// recycle consumes a packet's slots without handing anything up: the
+// clusters stay mapped in their slots and are reposted by ifsd_ba.
+func (q *rxq) recycle(ri *RxdInfo) {
+	for i := 0; i < ri.NFrags; i++ {
+		f := ri.Frags[i]
+		q.fls[f.FLID].fragToSD(f, false)
+	}
+}
+
 // pktGet is iflib_rxd_pkt_get: the copy path or assemble_segments, then
-// the packet header from ri.
+// the packet header from ri. Frames the device flagged (Discard) and
+// zero-length frames are recycled and counted as errors.
 func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 	c := q.ctx
+	if ri.Discard || ri.Len == ri.Pad {
+		q.recycle(ri)
+		q.st.inc(rxIErrors, 1)
+		if ri.Discard {
+			q.st.inc(rxDiscards, 1)
+		}
+		return nil
+	}
+	q.st.inc(rxIPackets, 1)
+	q.st.inc(rxIBytes, uint64(ri.Len-ri.Pad))
 	f0 := ri.Frags[0]
 	fl := q.fls[f0.FLID]
 	var m *Packet
-	if ri.NFrags == 1 && f0.Len != 0 && int(f0.Len) <= c.copyThresh() {
+	if ri.NFrags == 1 && f0.Len != 0 && int(f0.Len) <= c.cfg.CopyThresh {
 		// Small-packet copy: the cluster stays mapped in its slot.
 		cl := fl.fragToSD(f0, false)
-		frame := cl.cl[ri.Pad:f0.Len]
+		frame := cl.cl[ri.Pad : ri.Pad+int(f0.Len)]
 		if c.rxFilter != nil && c.rxFilter(q.id, frame) {
-			q.st.filtered.Add(1)
+			q.st.inc(rxFiltered, 1)
 			return nil
 		}
 		var err error
 		if m, err = fl.cache.Get(); err != nil {
-			q.st.iqDrops.Add(1)
+			q.st.inc(rxIQDrops, 1)
 			return nil
 		}
 		m.Append(frame)
-		q.st.copies.Add(1)
+		q.st.inc(rxCopies, 1)
 	} else {
-		consumed := false
-		if c.rxFilter != nil {
+		consumed, filtered := false, false
+		if c.rxFilter != nil && f0.Len != 0 {
 			// pfil_mem_in on the first buffer before anything is unloaded.
 			s := fl.sdCl[f0.Idx]
 			fl.sdMap[f0.Idx].Sync(busdma.PostRead)
-			if c.rxFilter(q.id, s.cl[ri.Pad:f0.Len]) {
-				q.st.filtered.Add(1)
-				consumed = true
+			if c.rxFilter(q.id, s.cl[ri.Pad:ri.Pad+int(f0.Len)]) {
+				q.st.inc(rxFiltered, 1)
+				consumed, filtered = true, true
 			}
 		}
 		var tail *Packet
 		for i := 0; i < ri.NFrags; i++ {
 			f := ri.Frags[i]
-			sfl := q.fls[f.FLID]
-			p := sfl.fragToSD(f, !consumed)
+			if i == 0 && f.Len == 0 {
+				// FreeBSD: a zero-length first fragment consumes the whole
+				// packet (the pad would belong to no buffer).
+				consumed = true
+			}
+			p := q.fls[f.FLID].fragToSD(f, !consumed)
 			if consumed || f.Len == 0 {
 				// The cluster stays in its slot (still mapped).
 				continue
@@ -266,7 +289,7 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 				pad = ri.Pad
 			}
 			p.Next, p.Hdr = nil, PktHdr{}
-			p.off, p.n = pad, int(f.Len)-pad
+			p.off, p.n = pad, int(f.Len)
 			if m == nil {
 				m = p
 			} else {
@@ -275,6 +298,9 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 			tail = p
 		}
 		if m == nil {
+			if !filtered {
+				q.st.inc(rxIErrors, 1) // nothing but empty fragments
+			}
 			return nil
 		}
 	}
@@ -311,12 +337,12 @@ func (q *rxq) deliver() {
 		for _, m := range b {
 			q.one[0] = m
 			c.input(q.id, q.one[:])
-			q.st.rxIfInput.Add(1)
+			q.st.inc(rxIfInput, 1)
 		}
 		q.one[0] = nil
 	default:
 		c.input(q.id, b)
-		q.st.rxIfInput.Add(1)
+		q.st.inc(rxIfInput, 1)
 	}
 	clear(b)
 	q.batch = b[:0]
@@ -341,18 +367,17 @@ func sortByFlow(b []*Packet) {
 // task is _task_fn_rx.
 func (q *rxq) task() {
 	c := q.ctx
-	defer c.tasks.Done()
 	defer c.pinTask(q.cpu)()
 	poll := c.pollTicker()
 	if poll != nil {
 		defer poll.Stop()
 	}
-	budget := c.rxBudget()
+	budget := c.cfg.RxBudget
 	for c.wait(q.wake, poll) {
 		if !c.running.Load() {
 			continue
 		}
-		q.st.taskRuns.Add(1)
+		q.st.inc(rxTaskRuns, 1)
 		r := q.rxeof(budget)
 		switch {
 		case r&rxeofMore != 0:
@@ -360,56 +385,30 @@ func (q *rxq) task() {
 		default:
 			if r&rxeofEmpty != 0 {
 				q.armWatchdog()
+			} else {
+				q.emptyRuns = 0
 			}
-			q.st.intrEnables.Add(1)
+			q.st.inc(rxIntrEnables, 1)
 			c.rxIntrEnable(q.id)
 		}
+		q.st.publish()
 	}
 }
 
 // armWatchdog is callout_reset_curcpu(&ifr_watchdog, 1, _task_fn_rx_watchdog):
-// retry the refill a tick later.
+// retry the refill later. FreeBSD retries every tick; here the delay
+// doubles with each consecutive failure, from 1 ms up to the timer
+// interval, so a refill that keeps failing (an exhausted zone, a cluster
+// the tag cannot load) costs little while rx_watchdogs and alloc_fails or
+// load_fails report it.
 func (q *rxq) armWatchdog() {
-	q.st.watchdogs.Add(1)
+	q.st.inc(rxWatchdogs, 1)
+	d := time.Millisecond << min(q.emptyRuns, 16)
+	d = min(d, q.ctx.cfg.TimerInterval)
+	q.emptyRuns++
 	if q.wdog == nil {
-		q.wdog = time.AfterFunc(time.Millisecond, q.kick)
+		q.wdog = time.AfterFunc(d, q.kick)
 		return
 	}
-	q.wdog.Reset(time.Millisecond)
-}
-
-// RxZones returns the packet zones behind the free lists, for accounting
-// (every cluster is back in its zone after Stop).
-func (c *Context) RxZones() []*Zone {
-	var zs []*Zone
-	for _, q := range c.rxqs {
-		for _, fl := range q.fls {
-			zs = append(zs, fl.zone)
-		}
-	}
-	return zs
-}
-
-// RxStats are one RX queue's counters of interest to tests and benchmarks.
-type RxStats struct {
-	Packets, Bytes, Copies, Filtered, IQDrops, IErrors uint64
-	MapLoads, BAReuses, AllocFails, LoadFails          uint64
-	Watchdogs, Resets                                  uint64
-}
-
-// RxQueueStats sums the counters of RX queue qid and its free lists.
-func (c *Context) RxQueueStats(qid int) RxStats {
-	q := c.rxqs[qid]
-	s := RxStats{
-		Packets: q.st.iPackets.Load(), Bytes: q.st.iBytes.Load(), Copies: q.st.copies.Load(),
-		Filtered: q.st.filtered.Load(), IQDrops: q.st.iqDrops.Load(), IErrors: q.st.iErrors.Load(),
-		Watchdogs: q.st.watchdogs.Load(), Resets: q.st.resets.Load(),
-	}
-	for _, fl := range q.fls {
-		s.MapLoads += fl.loads.Load()
-		s.BAReuses += fl.reuses.Load()
-		s.AllocFails += fl.allocFails.Load()
-		s.LoadFails += fl.loadFails.Load()
-	}
-	return s
+	q.wdog.Reset(d)
 }

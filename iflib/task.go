@@ -50,31 +50,34 @@ func (c *Context) pollTicker() *time.Ticker {
 // task is _task_fn_tx, one goroutine per TX queue on the CPU cpumap chose.
 func (q *txq) task() {
 	c := q.ctx
-	defer c.tasks.Done()
 	defer c.pinTask(q.cpu)()
 	poll := c.pollTicker()
 	if poll != nil {
 		defer poll.Stop()
 	}
 	for c.wait(q.wake, poll) {
-		q.st.taskRuns.Add(1)
+		q.st.add(txTaskRuns, 1)
 		switch c.cfg.TxMode {
 		case TxModeSimple:
 			q.mu.Lock()
 			q.completedReclaim()
 			q.dbCheck(true)
+			q.publish()
 			q.mu.Unlock()
 		case TxModeDRBR:
 			q.mu.Lock()
 			q.completedReclaim()
+			held := q.sendHeld()
 			q.dbCheck(true)
+			q.publish()
 			q.mu.Unlock()
-			quota := c.cfg.SimpleDrainQuota
-			if quota == 0 {
-				quota = DefaultSimpleDrainQuota
-			}
-			if more, _ := q.drbr.Drain(quota); more {
-				q.kick()
+			if held {
+				// Re-run only while the drain makes progress: a refused head
+				// (no descriptors, link down) waits for the next completion
+				// interrupt or timer tick instead of spinning.
+				if sent, more, _ := q.drbr.DrainSent(c.cfg.DRBRDrainQuota); more && sent > 0 {
+					q.kick()
+				}
 			}
 		default:
 			// FreeBSD enqueues the txq as a sentinel only when a doorbell

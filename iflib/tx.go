@@ -1,49 +1,67 @@
 package iflib
 
 import (
+	"unsafe"
+
 	"github.com/goiflib/goiflib/mpring"
 	"github.com/goiflib/goiflib/prefetch"
-	"unsafe"
 )
 
 // Transmit is if_transmit: iflib_if_transmit (mpring mode),
-// iflib_simple_transmit (simple mode) or the seed 003 drbr transmit.
+// iflib_simple_transmit (simple mode) or the drbr transmit (simple_tx with
+// buf_ring deferral).
 //
-// Ownership: the packet is iflib's from this call on, whatever the result.
-// nil means it was sent or queued; on an error it has been freed and
-// counted (ErrNotRunning and ErrNoBufs in oqdrops, others in oerrors).
-// Only ErrNilPacket counts nothing.
+// Ownership: the packet is iflib's from this call on, whatever the result,
+// except for ErrNilPacket, ErrForeignPacket and ErrUseAfterFree (nothing
+// was taken). nil means it was sent or queued. On any other error it has
+// been freed and counted: ErrNotRunning, ErrLinkDown and ErrNoBufs in
+// oqdrops; ErrEmptyPacket, ErrBadLength, ErrTooBig, ErrWrongSpace and
+// ErrNoMem in oerrors. Never use a packet after passing it here: a failed
+// Transmit has freed it, and the zone may already have handed the same
+// pointer to someone else.
+//
+// Errors by mode, beyond the checks every mode makes first (nil, foreign,
+// freed, not running, link down, empty, bad length, too big, wrong space):
+//   - mpring: ErrNoBufs when the mp_ring is full. Mapping failures happen
+//     later, in the drain: they are counted, not returned.
+//   - simple: ErrNoBufs when the descriptors are exhausted; ErrNoMem when
+//     the DMA mapping (or defrag) fails; a driver encap error.
+//   - drbr: never drops for lack of space (the sender waits);
+//     ErrNotRunning when Stop wakes a waiting sender.
 func (c *Context) Transmit(m *Packet) error {
 	if m == nil {
 		return ErrNilPacket
 	}
-	// Stop flips running and then waits for inflight to drain: a sender
+	if m.zone == nil {
+		if len(c.txqs) > 0 {
+			c.txqs[0].st.add(txOErrors, 1)
+		}
+		return ErrForeignPacket
+	}
+	if m.free.Load() {
+		m.zone.usedAfterFree(m, "Transmit")
+		return ErrUseAfterFree
+	}
+	// Stop clears running and then waits for inflight to drain: a sender
 	// counts itself in only after seeing running, and re-checks after, so
 	// senders that arrive once Stop has begun never hold it up.
 	if !c.running.Load() {
-		return c.notRunning(m)
+		return c.dropTx(nil, m, ErrNotRunning)
 	}
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
-	if !c.running.Load() || c.link.Load() != int32(LinkStateUp) {
-		return c.notRunning(m)
+	if !c.running.Load() {
+		return c.dropTx(nil, m, ErrNotRunning)
+	}
+	if c.link.Load() != int32(LinkStateUp) {
+		return c.dropTx(nil, m, ErrLinkDown)
 	}
 	q := c.txqs[c.selectQueue(m)]
-	n := m.ChainLen() // one walk of the chain per packet
-	if m.Hdr.Len <= 0 {
-		m.Hdr.Len = n
-	}
-	if n == 0 {
-		q.st.oErrors.Add(1)
-		m.Free()
-		return ErrEmptyPacket
-	}
-	if m.Hdr.Len != n || n > c.txMaxLen(m) {
-		// Checked here rather than at encap so every mode reports it to
-		// the sender (mpring would otherwise fail it later, in the drain).
-		q.st.oErrors.Add(1)
-		m.Free()
-		return ErrTooBig
+	if err := c.checkTx(m); err != nil {
+		if err == ErrUseAfterFree || err == ErrForeignPacket {
+			return err
+		}
+		return c.dropTx(q, m, err)
 	}
 	switch c.cfg.TxMode {
 	case TxModeSimple:
@@ -51,9 +69,7 @@ func (c *Context) Transmit(m *Packet) error {
 	case TxModeDRBR:
 		// DRBR.Transmit never drops: it sends, defers, or waits for room.
 		if err := q.drbr.Transmit(m); err != nil {
-			q.st.oErrors.Add(1)
-			m.Free()
-			return err
+			return c.dropTx(q, m, err)
 		}
 		return nil
 	}
@@ -67,11 +83,60 @@ func (c *Context) Transmit(m *Packet) error {
 			q.kick()
 		}
 		q.mpr.CheckDrainage(TxBatchSize)
-		q.st.oqDrops.Add(1)
-		m.Free()
-		return ErrNoBufs
+		return c.dropTx(q, m, ErrNoBufs)
 	}
 	return nil
+}
+
+// checkTx validates a packet before it is queued: one walk of the chain
+// checks every buffer is live and from a zone of the device's space, and
+// sums the lengths (m_pkthdr.len must equal the sum of m_len; 0 means "fill
+// it in").
+func (c *Context) checkTx(m *Packet) error {
+	n := 0
+	for p := m; p != nil; p = p.Next {
+		switch {
+		case p.zone == nil:
+			return ErrForeignPacket
+		case p != m && p.free.Load():
+			p.zone.usedAfterFree(p, "Transmit (a buffer of the chain)")
+			return ErrUseAfterFree
+		case p.zone.space != c.space:
+			return ErrWrongSpace
+		}
+		n += p.n
+	}
+	if m.Hdr.Len == 0 {
+		m.Hdr.Len = n
+	}
+	switch {
+	case n == 0:
+		return ErrEmptyPacket
+	case m.Hdr.Len != n:
+		return ErrBadLength
+	case n > c.txMaxLen(m):
+		return ErrTooBig
+	}
+	return nil
+}
+
+// dropTx frees and counts a packet Transmit will not send: ENETDOWN and
+// ENOBUFS as oqdrops, everything else as oerrors (iflib_if_transmit's
+// accounting). q nil means queue 0.
+func (c *Context) dropTx(q *txq, m *Packet, err error) error {
+	if q == nil && len(c.txqs) > 0 {
+		q = c.txqs[0]
+	}
+	if q != nil {
+		switch err {
+		case ErrNotRunning, ErrLinkDown, ErrNoBufs:
+			q.st.add(txOQDrops, 1)
+		default:
+			q.st.add(txOErrors, 1)
+		}
+	}
+	m.Free()
+	return err
 }
 
 // txMaxLen is the maxsize of the tag the packet will be loaded on.
@@ -82,17 +147,10 @@ func (c *Context) txMaxLen(m *Packet) int {
 	return c.shared.TxMaxSize
 }
 
-// notRunning drops a packet sent while the interface is down (ENETDOWN).
-func (c *Context) notRunning(m *Packet) error {
-	if len(c.txqs) > 0 {
-		c.txqs[0].st.oqDrops.Add(1)
-	}
-	m.Free()
-	return ErrNotRunning
-}
-
 // selectQueue is the queue choice of iflib_if_transmit: a driver selector,
-// else QIDX for hashed packets when there are several queues, else queue 0.
+// else QIDX for hashed packets when there are several queues, else queue 0
+// (the mp_ring path) or the last queue (iflib_simple_select_queue, simple
+// and drbr modes).
 func (c *Context) selectQueue(m *Packet) int {
 	n := len(c.txqs)
 	if c.txqSelect != nil {
@@ -105,6 +163,9 @@ func (c *Context) selectQueue(m *Packet) int {
 		// QIDX: ((flowid & isc_rss_table_mask) % NTXQSETS) + FIRST_QSET
 		return int(m.Hdr.FlowID&uint32(c.sc.RSSTableSize-1)) % n
 	}
+	if c.cfg.TxMode != TxModeMPRing {
+		return n - 1
+	}
 	return 0
 }
 
@@ -112,41 +173,67 @@ func (c *Context) selectQueue(m *Packet) int {
 // doorbell per packet, opportunistic reclaim. A lack of descriptors drops.
 func (q *txq) simpleTransmit(m *Packet) error {
 	q.mu.Lock()
-	err := q.encap(m)
+	err := q.encap(&m)
 	switch err {
 	case nil:
 		q.dbCheck(true)
 	case errNoDesc:
-		q.st.oqDrops.Add(1)
+		q.st.inc(txOQDrops, 1)
 		m.Free()
-	default:
-		q.st.oErrors.Add(1)
 	}
 	q.completedReclaim()
+	q.publish()
 	q.mu.Unlock()
 	return err
 }
 
 // drbrXmit is the DRBR transmit callback, called with the DRBR lock held:
 // encap under the queue lock, doorbell per packet, opportunistic reclaim.
-// It refuses (false) only for lack of descriptors; the packet then stays at
-// the head of the buf_ring for a later Drain.
+// It refuses (false) for lack of descriptors, or while the interface is
+// not running or the link is down; the packet then stays at the head of
+// the buf_ring for a later Drain. A packet encap replaced (defrag) and
+// then could not place is kept in q.held and goes out first.
 func (q *txq) drbrXmit(m *Packet) bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	defer q.publish()
+	c := q.ctx
+	if !c.running.Load() || c.link.Load() != int32(LinkStateUp) {
+		q.st.inc(txDrainNotReady, 1)
+		return false
+	}
 	if q.avail() < 2*q.maxTxDesc() {
 		q.completedReclaim()
 	}
-	err := q.encap(m)
-	switch err {
+	if !q.sendHeld() {
+		return false
+	}
+	orig := m
+	switch q.encap(&m) {
 	case nil:
 		q.dbCheck(true)
 	case errNoDesc:
-		q.mu.Unlock()
-		return false
-	default:
-		q.st.oErrors.Add(1)
+		if m == orig {
+			return false
+		}
+		q.held = m // the buf_ring holds orig, which defrag freed
 	}
-	q.mu.Unlock()
+	return true
+}
+
+// sendHeld sends q.held if there is one; false means it still waits.
+// Preconditions: q.mu held.
+func (q *txq) sendHeld() bool {
+	if q.held == nil {
+		return true
+	}
+	switch q.encap(&q.held) {
+	case errNoDesc:
+		return false
+	case nil:
+		q.dbCheck(true)
+	}
+	q.held = nil
 	return true
 }
 
@@ -154,31 +241,36 @@ func (q *txq) drbrXmit(m *Packet) bool {
 // to TX_BATCH_SIZE items while a worst-case packet fits, then the doorbell.
 // It returns how many items it consumed; 0 stalls the ring.
 func (q *txq) txqDrain(r *mpring.Ring[*Packet], cidx, pidx int) int {
+	defer q.publish()
 	avail := r.IdxDiff(pidx, cidx)
 	if q.purging.Load() {
 		// IFC_QFLUSH / iflib_txq_drain_free: free all but sentinels.
 		for i := 0; i < avail; i++ {
 			s := r.Slot(r.IncrementIdx(cidx, i))
 			if m := *s; m != q.sentinel && m != nil {
-				q.st.oqDrops.Add(1)
+				q.st.inc(txOQDrops, 1)
 				m.Free()
 			}
 			*s = nil
 		}
 		return avail
 	}
-	if !q.ctx.running.Load() || q.ctx.link.Load() != int32(LinkStateUp) {
-		q.st.drainNotReady.Add(1)
+	c := q.ctx
+	if !c.running.Load() || c.link.Load() != int32(LinkStateUp) {
+		q.st.inc(txDrainNotReady, 1)
 		return 0 // txq_drain_notready
 	}
 	reclaimed := q.completedReclaim()
 	rang := q.dbCheck(reclaimed > 0 && q.dbPending > 0)
 
 	count := min(avail, TxBatchSize)
-	prefetchOn := q.ctx.cfg.Prefetch
-	consumed := 0
+	prefetchOn := c.cfg.Prefetch
+	consumed, encapped := 0, 0
 	var err error
 	for i := 0; i < count && q.avail() >= q.maxTxDesc(); i++ {
+		if !c.running.Load() {
+			break // FreeBSD re-checks IFF_DRV_RUNNING per packet
+		}
 		idx := r.IncrementIdx(cidx, i)
 		s := r.Slot(idx)
 		m := *s
@@ -192,28 +284,26 @@ func (q *txq) txqDrain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 			consumed++
 			continue
 		}
-		err = q.encap(m)
+		err = q.encap(s) // encap writes a replacement chain back into the slot
 		if err == errNoDesc {
 			break
 		}
 		*s = nil
 		consumed++
-		if err != nil {
-			q.st.oErrors.Add(1)
-		}
-		if q.dbCheck(false) {
-			rang = true
-		}
+		encapped++
+		// iflib_txd_db_check per packet: rang says whether the last
+		// packet's check rang (FreeBSD overwrites it each time).
+		rang = q.dbCheck(false)
 	}
 	if consumed == 0 {
-		q.st.drainNoDesc.Add(1)
+		q.st.inc(txDrainNoDesc, 1)
 	}
-	ring := !rang && (q.ctx.cfg.MinTxLatency || err != nil || q.ctx.cfg.TxReclaimThresh > 0)
-	if !q.dbCheck(ring) && consumed > 0 && q.dbPending > 0 && q.inUse-q.dbPending <= 0 {
-		// Nothing in flight would raise a completion to ring the deferred
-		// doorbell later: ring it now (FreeBSD relies on iflib_timer).
-		q.dbCheck(true)
-	}
+	ring := !rang && (c.cfg.MinTxLatency || (err != nil && err != errNoDesc) || c.cfg.TxReclaimThresh > 0)
+	// A drain that encapsulated nothing (a sentinel from the task or the
+	// timer) rings a deferred doorbell: no completion may come to ring it
+	// later. FreeBSD relies on the same laggard kick but never forces the
+	// doorbell there, so a deferred doorbell can stay pending.
+	q.dbCheck(ring || (encapped == 0 && q.dbPending > 0))
 	return consumed
 }
 
@@ -225,7 +315,7 @@ func (q *txq) txqCanDrain(r *mpring.Ring[*Packet]) bool {
 	}
 	// TXQ_AVAIL > MAX_TX_DESC, read from the consumer's published mirror
 	// of ift_in_use (FreeBSD reads the consumer's fields unlocked).
-	if q.size-q.pad-int(q.st.inUseA.Load()) > q.maxTxDesc() {
+	if q.size-q.pad-int(q.inUseA.Load()) > q.maxTxDesc() {
 		return true
 	}
 	// FreeBSD syncs the ring POSTREAD here; we do not, because this probe

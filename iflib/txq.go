@@ -71,6 +71,11 @@ type txq struct {
 	bufs          [][]byte
 	pi            PktInfo
 	defrag        [MaxTxSegs]*Packet
+	// held is a packet that encap replaced (collapse or defrag) and then
+	// could not place for lack of descriptors, in drbr mode: the buf_ring
+	// still holds the old pointer, so the replacement waits here and goes
+	// out before anything else (drbr mode only; guarded by mu).
+	held *Packet
 
 	mpr  *mpring.Ring[*Packet]
 	drbr *bufring.DRBR[*Packet]
@@ -82,34 +87,11 @@ type txq struct {
 	wake chan struct{} // GROUPTASK_ENQUEUE(&ift_task), buffered 1
 	cpu  int
 
-	st txqStats
-}
-
-// txqStats are the per-queue counters (dev.X.Y.iflib.txqN.*) and the
-// interface counters iflib maintains on TX.
-type txqStats struct {
-	mbufDefrag       atomic.Uint64 // mbuf_defrag
-	mbufDefragFailed atomic.Uint64 // mbuf_defrag_failed
-	noDescAvail      atomic.Uint64 // no_desc_avail
-	mapFailed        atomic.Uint64 // tx_map_failed
-	encapEFBIG       atomic.Uint64 // txd_encap_efbig
-	noTxDMASetup     atomic.Uint64 // no_tx_dma_setup
-	pullups          atomic.Uint64 // m_pullups
-	collapses        atomic.Uint64 // chains collapsed (m_collapse) before defrag
-	oPackets         atomic.Uint64 // IFCOUNTER_OPACKETS
-	oBytes           atomic.Uint64 // IFCOUNTER_OBYTES
-	oMcasts          atomic.Uint64 // IFCOUNTER_OMCASTS
-	oqDrops          atomic.Uint64 // IFCOUNTER_OQDROPS
-	oErrors          atomic.Uint64 // IFCOUNTER_OERRORS
-	doorbells        atomic.Uint64 // isc_txd_flush calls
-	reclaimed        atomic.Uint64 // packets freed by reclaim
-	processedA       atomic.Uint64 // txq_processed (mirror)
-	cleanedA         atomic.Uint64 // txq_cleaned (mirror)
-	pidxA, cidxA     atomic.Int64  // txq_pidx, txq_cidx (mirrors)
-	inUseA           atomic.Int64  // txq_in_use (mirror)
-	taskRuns         atomic.Uint64 // TX task passes
-	drainNotReady    atomic.Uint64 // txq_drain_notready: drain while not running
-	drainNoDesc      atomic.Uint64 // drains that stalled for lack of descriptors
+	st counters[txCounter]
+	// Mirrors of the consumer's state for concurrent readers (the sysctl
+	// tree, can_drain, the watchdog), stored once per pass (publish).
+	pidxA, cidxA, inUseA, dbPendingA atomic.Int64
+	processedA, cleanedA             atomic.Uint64
 }
 
 // errNoDesc is ENOBUFS from iflib_encap's ring-space check: the packet was
@@ -188,8 +170,7 @@ func (q *txq) dbCheck(ring bool) bool {
 	q.ring.Sync(busdma.PreRead | busdma.PreWrite)
 	q.ctx.txrx.TxdFlush(q.id, dbval)
 	q.dbPending, q.npending = 0, 0
-	q.st.doorbells.Add(1)
-	q.st.pidxA.Store(int64(q.pidx))
+	q.st.inc(txDoorbells, 1)
 	return true
 }
 
@@ -202,21 +183,22 @@ func (q *txq) creditsUpdate() int {
 	}
 	q.processed += credits
 	q.cidxProcessed = (q.cidxProcessed + credits) & q.mask
-	q.st.processedA.Store(uint64(q.processed))
 	return credits
 }
 
 // reclaimable is iflib_txq_can_reclaim without the tick rate limit:
 // DESC_RECLAIMABLE = processed - cleaned - isc_tx_nsegments, if above the
-// threshold. Reclaim deliberately lags the hardware by nsegments.
+// threshold (force ignores the threshold, as
+// iflib_completed_tx_reclaim_force does). Reclaim always lags the hardware
+// by nsegments: drivers whose credits can end inside a packet (head
+// write-back, as ixl) rely on it. FreeBSD's reclaim_force tests
+// `reclaim != 0` and so admits a negative DESC_RECLAIMABLE, which makes
+// ift_cleaned go backwards; here a negative value is nothing.
 func (q *txq) reclaimable(force bool) int {
 	q.creditsUpdate()
-	r := q.processed - q.cleaned
-	if !force {
-		r -= q.ctx.sc.TxNSegments
-		if r <= q.ctx.cfg.TxReclaimThresh {
-			return 0
-		}
+	r := q.processed - q.cleaned - q.ctx.sc.TxNSegments
+	if !force && r <= q.ctx.cfg.TxReclaimThresh {
+		return 0
 	}
 	return max(r, 0)
 }
@@ -231,14 +213,7 @@ func (q *txq) reclaim(n int) {
 	freed := uint64(0)
 	for i := 0; i < n; i++ {
 		if m := q.sdM[cidx]; m != nil {
-			mp := q.maps[cidx]
-			if q.sdFl[cidx] == sdTSO {
-				mp = q.tsoMap[cidx]
-			}
-			mp.Sync(busdma.PostWrite)
-			_ = mp.Unload()
-			q.sdM[cidx] = nil
-			q.sdFl[cidx] = 0
+			q.unloadSlot(cidx)
 			m.Free()
 			freed++
 		}
@@ -250,10 +225,19 @@ func (q *txq) reclaim(n int) {
 	q.cidx = cidx
 	q.cleaned += n
 	q.inUse -= n
-	q.st.reclaimed.Add(freed)
-	q.st.cleanedA.Store(uint64(q.cleaned))
-	q.st.cidxA.Store(int64(q.cidx))
-	q.st.inUseA.Store(int64(q.inUse))
+	q.st.inc(txReclaimed, freed)
+}
+
+// unloadSlot syncs POSTWRITE and unloads the map of slot i (by its
+// IFLIB_TSO tag) and forgets the packet.
+func (q *txq) unloadSlot(i int) {
+	mp := q.maps[i]
+	if q.sdFl[i] == sdTSO {
+		mp = q.tsoMap[i]
+	}
+	mp.Sync(busdma.PostWrite)
+	_ = mp.Unload()
+	q.sdM[i], q.sdFl[i] = nil, 0
 }
 
 // completedReclaim is iflib_completed_tx_reclaim.
@@ -270,24 +254,51 @@ func (q *txq) reclaimForce() int {
 	return n
 }
 
+// publish makes one pass's counts and ring state visible (one atomic per
+// moved counter and per mirror).
+// Preconditions: the caller is the queue's consumer.
+func (q *txq) publish() {
+	q.st.publish()
+	q.pidxA.Store(int64(q.pidx))
+	q.cidxA.Store(int64(q.cidx))
+	q.inUseA.Store(int64(q.inUse))
+	q.dbPendingA.Store(int64(q.dbPending))
+	q.processedA.Store(uint64(q.processed))
+	q.cleanedA.Store(uint64(q.cleaned))
+}
+
+// hwBusy reports, from the mirrors, whether descriptors were handed to the
+// device (doorbell rung) and not yet reported complete.
+func (q *txq) hwBusy() bool {
+	outstanding := q.inUseA.Load() - int64(q.processedA.Load()-q.cleanedA.Load())
+	return outstanding-q.dbPendingA.Load() > 0
+}
+
 // freeAll is iflib_txsd_free after the device stopped: every packet still
-// on the ring is unloaded and freed (POSTWRITE first), and the indices
-// reset (or cidx = pidx with IFLIB_PRESERVE_TX_INDICES).
+// on the ring is unloaded and freed (POSTWRITE first); those beyond the
+// device's last completion report are counted in stop_discards. The ring
+// is zeroed (iflib_stop's bzero) and the indices reset (or cidx = pidx
+// with IFLIB_PRESERVE_TX_INDICES).
 // Preconditions: the device is stopped and no other goroutine uses q.
 func (q *txq) freeAll() {
 	q.creditsUpdate()
-	for i := range q.sdM {
+	// Descriptors cleaned..processed were reported sent; the rest were not.
+	done := q.processed - q.cleaned
+	for i, k := q.cidx, 0; k < q.getInuse(); i, k = (i+1)&q.mask, k+1 {
 		if m := q.sdM[i]; m != nil {
-			mp := q.maps[i]
-			if q.sdFl[i] == sdTSO {
-				mp = q.tsoMap[i]
+			q.unloadSlot(i)
+			if k >= done {
+				q.st.inc(txStopDiscards, 1)
 			}
-			mp.Sync(busdma.PostWrite)
-			_ = mp.Unload()
-			q.sdM[i], q.sdFl[i] = nil, 0
 			m.Free()
 		}
 	}
+	if q.held != nil {
+		q.st.inc(txOQDrops, 1)
+		q.held.Free()
+		q.held = nil
+	}
+	q.ring.zero()
 	if q.ctx.shared.Flags&FlagPreserveTxIdx != 0 {
 		q.cidx = q.pidx
 	} else {
@@ -296,9 +307,31 @@ func (q *txq) freeAll() {
 	q.gen = false
 	q.inUse, q.dbPending, q.npending, q.rsPending = 0, 0, 0, 0
 	q.processed, q.cleaned, q.cidxProcessed = 0, 0, q.cidx
-	q.st.pidxA.Store(int64(q.pidx))
-	q.st.cidxA.Store(int64(q.cidx))
-	q.st.inUseA.Store(0)
+	q.publish()
+}
+
+// purge is iflib_ifmp_purge (mpring) or drbr_flush: free what is still
+// queued, counting each as an oqdrop.
+// Preconditions: no transmit in flight and the TX task stopped.
+func (q *txq) purge() {
+	switch {
+	case q.mpr != nil:
+		q.purging.Store(true)
+		q.mpr.CheckDrainage(MPRingSize)
+		q.purging.Store(false)
+	case q.drbr != nil:
+		q.wakeSenders()
+	}
+}
+
+// wakeSenders frees everything queued in drbr mode (counted as oqdrops),
+// which also wakes senders asleep on a full buf_ring.
+func (q *txq) wakeSenders() {
+	if q.drbr == nil {
+		return
+	}
+	n := q.drbr.Flush(func(m *Packet) { m.Free() })
+	q.st.add(txOQDrops, uint64(n))
 }
 
 // kick is GROUPTASK_ENQUEUE(&txq->ift_task).

@@ -34,8 +34,12 @@ type TxRx interface {
 	RxdAvailable(qid int, cidx int, budget int) int
 	// RxdPktGet is ift_rxd_pkt_get: describe the packet at ri.CIdx in
 	// ri.Frags (free-list id, slot, length per fragment), ri.NFrags, ri.Len
-	// and the metadata, and consume its descriptors. An error makes iflib
-	// count it and reset the queue (IFC_DO_RESET).
+	// and the metadata, and consume its descriptors. iflib validates the
+	// description (each fragment a distinct posted slot that holds it,
+	// ri.Len = ri.Pad + the lengths) before it touches a slot. An error, or
+	// a description that fails validation, makes iflib count it (ierrors)
+	// and reset the interface (IFC_DO_RESET); set ri.Discard instead to
+	// drop a bad frame without a reset.
 	RxdPktGet(ri *RxdInfo) error
 	// RxdRefill is ift_rxd_refill: write iru.Count buffer addresses into
 	// free list iru.FLIdx of RX queue iru.QSIdx at descriptors starting at
@@ -87,19 +91,41 @@ type RxdFrag struct {
 
 // RxdInfo is struct if_rxd_info: one received packet as the driver
 // describes it to RxdPktGet.
+//
+// Lengths follow FreeBSD: each fragment's Len (irf_len) counts the frame
+// bytes in that buffer, without the pad; Pad (iri_pad) bytes come before
+// the frame in the first buffer; Len (iri_len) = Pad + the fragments'
+// lengths. A driver that does not pad (most) leaves Pad 0 and Len the sum.
 type RxdInfo struct {
-	QSIdx     int       // iri_qsidx (iflib)
-	VTag      uint16    // iri_vtag (driver)
-	Len       int       // iri_len (driver): total length
-	CIdx      int       // iri_cidx (iflib; the driver advances it with a completion queue)
-	Frags     []RxdFrag // iri_frags (iflib provides MaxRxSegs entries)
-	NFrags    int       // iri_nfrags (driver): 0 means no packet
-	FlowID    uint32    // iri_flowid (driver)
-	CsumFlags CsumFlags // iri_csum_flags (driver)
-	CsumData  uint32    // iri_csum_data (driver)
-	Flags     MFlags    // iri_flags (driver): e.g. MVLANTag
-	RSSType   HashType  // iri_rsstype (driver)
+	QSIdx int // iri_qsidx (iflib): the RX queue
+	// VTag is iri_vtag (driver): the VLAN tag the device stripped; set
+	// MVLANTag in Flags with it.
+	VTag uint16
+	Len  int // iri_len (driver): Pad + the fragments' lengths
+	// CIdx is iri_cidx (iflib): the descriptor to read. Drivers with a
+	// completion queue advance it; here it is the free list's consumer index.
+	CIdx int
+	// Frags is iri_frags: iflib provides MaxRxSegs entries; the driver
+	// fills the first NFrags, each naming a posted buffer by free list and
+	// slot (the Idxs iflib gave RxdRefill) and its length.
+	Frags []RxdFrag
+	// NFrags is iri_nfrags (driver): buffers used; 0 means a completion
+	// without a packet (nothing is consumed).
+	NFrags    int
+	FlowID    uint32    // iri_flowid (driver): the RSS hash, for queue selection and sorting
+	CsumFlags CsumFlags // iri_csum_flags (driver): CsumL3Calc|CsumL3Valid|CsumL4Calc|CsumL4Valid results
+	CsumData  uint32    // iri_csum_data (driver): 0xffff with a valid L4 checksum
+	Flags     MFlags    // iri_flags (driver): MVLANTag, MBcast, MMcast
+	RSSType   HashType  // iri_rsstype (driver): how FlowID was computed
 	Pad       int       // iri_pad (driver): bytes before the frame in the first buffer
+	// Discard (goiflib; driver) says the device flagged the frame as bad
+	// (CRC, length or symbol error in the descriptor's error field): iflib
+	// consumes its buffers, reposts them without a reload, and counts the
+	// frame in ierrors and rx_discards instead of delivering it. This is how
+	// Linux drivers treat frame errors. FreeBSD's em and igb instead return
+	// EBADMSG from RxdPktGet, which makes iflib reset the interface; a
+	// driver may do either.
+	Discard bool
 }
 
 // RxdUpdate is struct if_rxd_update: a batch of buffers for RxdRefill.

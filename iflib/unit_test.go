@@ -3,7 +3,6 @@ package iflib
 import (
 	"testing"
 
-	"github.com/goiflib/goiflib/busdma"
 )
 
 // Worked example of reference §1.7: 1024 descriptors → notify 63,
@@ -71,14 +70,5 @@ func TestFindClearWraps(t *testing.T) {
 	fl.clr(129)
 	if got := fl.findClear(100); got != 129 {
 		t.Fatalf("findClear(100) = %d, want 129", got)
-	}
-}
-
-func TestLowAddrForWidth(t *testing.T) {
-	if lowAddrForWidth(0) != busdma.MaxAddr || lowAddrForWidth(64) != busdma.MaxAddr {
-		t.Fatal("width 0 and 64 must mean no limit")
-	}
-	if got := lowAddrForWidth(32); got != 0xFFFFFFFF {
-		t.Fatalf("width 32: %#x", got)
 	}
 }

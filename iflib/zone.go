@@ -1,7 +1,9 @@
 package iflib
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -10,9 +12,10 @@ import (
 
 // Cluster sizes of FreeBSD's mbuf cluster zones (sys/sys/mbuf.h).
 const (
-	MCLBytes     = 2048 // MCLBYTES: zone_clust
-	MJumPageSize = 4096 // MJUMPAGESIZE on 4 KiB-page machines: zone_jumbop
-	MJum9Bytes   = 9216 // MJUM9BYTES: zone_jumbo9
+	MCLBytes     = 2048  // MCLBYTES: zone_clust
+	MJumPageSize = 4096  // MJUMPAGESIZE on 4 KiB-page machines: zone_jumbop
+	MJum9Bytes   = 9216  // MJUM9BYTES: zone_jumbo9
+	MJum16Bytes  = 16384 // MJUM16BYTES: zone_jumbo16
 )
 
 // Zone is a packet zone: FreeBSD's zone_pack, which caches mbuf+cluster
@@ -20,16 +23,30 @@ const (
 // memory of a busdma address space, so every buffer can be loaded by a
 // device tag of that space, and the steady state allocates nothing.
 //
-// Invariants: each Packet is either in the depot (free=true) or owned by
-// exactly one holder (a caller, a ring slot, a free-list slot, a cache).
+// Invariants: each Packet is either in the depot or a cache (free = true)
+// or owned by exactly one holder (a caller, a ring slot, a free-list slot).
 // The depot is a LIFO stack under mu; [ZoneCache] moves packets in batches
 // so that a queue takes mu once per batch rather than once per packet.
+//
+// Misuse: freeing a free packet is ignored and counted (DoubleFrees), and
+// Transmit refuses a free packet with ErrUseAfterFree. Because the depot
+// is LIFO, a stale pointer is usually handed out again at once and then
+// looks live; [Zone.SetDebug] makes the zone hand packets out in FIFO order
+// (a quarantine) and remember where each was freed, so stale uses are
+// caught and reported.
 type Zone struct {
 	name  string
 	size  int
 	pkts  []Packet
-	mu    sync.Mutex
-	stack []*Packet // guarded by mu: the free packets
+	mem   []byte
+	space busdma.Space
+
+	mu      sync.Mutex
+	stack   []*Packet       // guarded by mu: the free packets
+	waiters []chan struct{} // guarded by mu: GetWait callers, FIFO
+	closed  bool            // guarded by mu
+
+	debug atomic.Pointer[ZoneDebug]
 
 	allocs atomic.Uint64 // packets handed out (uma allocs)
 	frees  atomic.Uint64 // packets returned
@@ -37,19 +54,27 @@ type Zone struct {
 	double atomic.Uint64 // double frees caught and ignored
 }
 
+// ZoneDebug receives a zone's misuse reports (see Zone.SetDebug).
+type ZoneDebug struct {
+	// Report is called for each misuse with a message naming the packet,
+	// where it was freed and where it was used again.
+	Report func(msg string)
+}
+
 // NewZone carves count clusters of clusterSize bytes from space.
 func NewZone(space busdma.Space, name string, clusterSize, count int) (*Zone, error) {
 	if space == nil {
 		return nil, cfgErr("Zone.space", nil, "nil address space")
 	}
-	if clusterSize <= 0 || count <= 0 {
-		return nil, cfgErr("Zone.size", fmt.Sprintf("%d×%d", count, clusterSize), "cluster size and count must be positive")
+	const maxZoneBytes = 1 << 40
+	if clusterSize <= 0 || count <= 0 || clusterSize > maxZoneBytes/count {
+		return nil, cfgErr("Zone.size", fmt.Sprintf("%d×%d", count, clusterSize), "cluster size and count must be positive and their product below 1 TiB")
 	}
 	mem, err := space.Alloc(clusterSize*count, clusterSize&-clusterSize)
 	if err != nil {
 		return nil, fmt.Errorf("iflib: zone %s: %w", name, err)
 	}
-	z := &Zone{name: name, size: clusterSize, pkts: make([]Packet, count), stack: make([]*Packet, 0, count)}
+	z := &Zone{name: name, size: clusterSize, pkts: make([]Packet, count), stack: make([]*Packet, 0, count), mem: mem, space: space}
 	for i := range z.pkts {
 		p := &z.pkts[i]
 		p.cl = mem[i*clusterSize : (i+1)*clusterSize : (i+1)*clusterSize]
@@ -76,6 +101,25 @@ func (z *Zone) Available() int {
 	return len(z.stack)
 }
 
+// Outstanding returns how many packets are out of the depot and its
+// caches' hands: held by callers, rings, free lists or the stack.
+func (z *Zone) Outstanding() int {
+	n := 0
+	for i := range z.pkts {
+		if !z.pkts[i].free.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// SetDebug turns on the zone's misuse detection (nil turns it off): packets
+// are handed out in FIFO order so that a freed packet is not reused at
+// once, each free records its call site, and a use after free or a double
+// free is reported to d.Report. Meant for tests; it costs a stack walk per
+// free.
+func (z *Zone) SetDebug(d *ZoneDebug) { z.debug.Store(d) }
+
 // ZoneStats are the zone's counters.
 type ZoneStats struct {
 	Allocs, Frees, Fails, DoubleFrees uint64
@@ -90,17 +134,82 @@ func (z *Zone) Stats() ZoneStats {
 // cluster and a zeroed header, or ErrNoPackets.
 func (z *Zone) Get() (*Packet, error) {
 	z.mu.Lock()
-	n := len(z.stack)
-	if n == 0 {
-		z.mu.Unlock()
+	p := z.pop()
+	z.mu.Unlock()
+	if p == nil {
 		z.fails.Add(1)
 		return nil, ErrNoPackets
 	}
-	p := z.stack[n-1]
-	z.stack = z.stack[:n-1]
-	z.mu.Unlock()
 	z.take(p)
 	return p, nil
+}
+
+// GetWait is m_getcl(M_WAITOK, ...): like Get, but when the zone is empty
+// it waits until a packet is freed or ctx is done (then it returns
+// ctx.Err()). Waiters are served in arrival order. A sender in drbr mode
+// that must not drop blocks here instead of failing when its queued
+// packets hold the whole zone.
+func (z *Zone) GetWait(ctx context.Context) (*Packet, error) {
+	for {
+		z.mu.Lock()
+		if p := z.pop(); p != nil {
+			z.mu.Unlock()
+			z.take(p)
+			return p, nil
+		}
+		ch := make(chan struct{})
+		z.waiters = append(z.waiters, ch)
+		z.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			z.mu.Lock()
+			woken := true
+			for i, w := range z.waiters {
+				if w == ch {
+					z.waiters = append(z.waiters[:i], z.waiters[i+1:]...)
+					woken = false
+					break
+				}
+			}
+			z.mu.Unlock()
+			if woken {
+				// A free chose us as we gave up: pass the wake-up on.
+				z.mu.Lock()
+				z.wakeLocked()
+				z.mu.Unlock()
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// pop takes a packet from the depot (LIFO; FIFO in debug mode).
+// Preconditions: z.mu held.
+func (z *Zone) pop() *Packet {
+	n := len(z.stack)
+	if n == 0 {
+		return nil
+	}
+	var p *Packet
+	if z.debug.Load() != nil {
+		p = z.stack[0]
+		copy(z.stack, z.stack[1:])
+	} else {
+		p = z.stack[n-1]
+	}
+	z.stack[n-1] = nil
+	z.stack = z.stack[:n-1]
+	return p
+}
+
+// wakeLocked wakes the oldest GetWait caller.
+// Preconditions: z.mu held.
+func (z *Zone) wakeLocked() {
+	if len(z.waiters) > 0 && len(z.stack) > 0 {
+		close(z.waiters[0])
+		z.waiters = z.waiters[1:]
+	}
 }
 
 func (z *Zone) take(p *Packet) {
@@ -108,31 +217,78 @@ func (z *Zone) take(p *Packet) {
 	p.Next = nil
 	p.Hdr = PktHdr{}
 	p.off, p.n = 0, 0
+	p.freeSite = ""
 	z.allocs.Add(1)
 }
 
-func (z *Zone) put(p *Packet) {
+// release marks p free. It reports false (and counts a double free) when p
+// already was.
+func (z *Zone) release(p *Packet) bool {
 	if !p.free.CompareAndSwap(false, true) {
 		z.double.Add(1)
-		return
+		if d := z.debug.Load(); d != nil && d.Report != nil {
+			d.Report(fmt.Sprintf("iflib: zone %s: packet %p freed twice: first at %s, again at %s", z.name, p, p.freeSite, callerSite()))
+		}
+		return false
+	}
+	if z.debug.Load() != nil {
+		p.freeSite = callerSite()
 	}
 	p.Next = nil
 	z.frees.Add(1)
+	return true
+}
+
+func (z *Zone) put(p *Packet) {
+	if !z.release(p) {
+		return
+	}
 	z.mu.Lock()
 	z.stack = append(z.stack, p)
+	z.wakeLocked()
 	z.mu.Unlock()
+}
+
+// usedAfterFree reports a use of a free packet (see ErrUseAfterFree).
+func (z *Zone) usedAfterFree(p *Packet, use string) {
+	if d := z.debug.Load(); d != nil && d.Report != nil {
+		d.Report(fmt.Sprintf("iflib: zone %s: packet %p used after free: freed at %s, %s at %s", z.name, p, p.freeSite, use, callerSite()))
+	}
+}
+
+// callerSite is the first caller outside this package.
+func callerSite() string {
+	var pcs [16]uintptr
+	n := runtime.Callers(3, pcs[:])
+	fr := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := fr.Next()
+		if !isIflibFunc(f.Function) {
+			return fmt.Sprintf("%s:%d", f.File, f.Line)
+		}
+		if !more {
+			return "?"
+		}
+	}
+}
+
+func isIflibFunc(fn string) bool {
+	const pkg = "github.com/goiflib/goiflib/iflib."
+	return len(fn) >= len(pkg) && fn[:len(pkg)] == pkg
 }
 
 // getBatch moves up to len(dst) packets from the depot into dst.
 func (z *Zone) getBatch(dst []*Packet) int {
 	z.mu.Lock()
-	n := len(z.stack)
-	k := len(dst)
-	if k > n {
-		k = n
+	k := 0
+	for k < len(dst) {
+		p := z.pop()
+		if p == nil {
+			break
+		}
+		dst[k] = p
+		k++
 	}
-	copy(dst, z.stack[n-k:])
-	z.stack = z.stack[:n-k]
 	z.mu.Unlock()
 	return k
 }
@@ -141,13 +297,36 @@ func (z *Zone) getBatch(dst []*Packet) int {
 func (z *Zone) putBatch(src []*Packet) {
 	z.mu.Lock()
 	z.stack = append(z.stack, src...)
+	for range src {
+		z.wakeLocked()
+	}
 	z.mu.Unlock()
+}
+
+// Close releases the zone's memory to its address space when every packet
+// is back. With packets still out it returns a *LeakError and keeps the
+// memory (so that those packets stay valid). Close is idempotent.
+func (z *Zone) Close() error {
+	if out := z.Outstanding(); out > 0 {
+		return &LeakError{Zones: []ZoneLeak{{Zone: z.name, Outstanding: out, Size: len(z.pkts)}}}
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed {
+		return nil
+	}
+	z.closed = true
+	if f, ok := z.space.(interface{ Free([]byte) error }); ok {
+		return f.Free(z.mem)
+	}
+	return nil
 }
 
 // ZoneCache is a per-queue (or per-goroutine) cache in front of a Zone,
 // like UMA's per-CPU buckets: Get and Put touch only the cache, which
 // refills and spills half a bucket at a time under the zone's lock.
-// A ZoneCache is not safe for concurrent use.
+// A ZoneCache is not safe for concurrent use. In debug mode it passes
+// everything straight to the zone.
 type ZoneCache struct {
 	z     *Zone
 	stack []*Packet
@@ -167,6 +346,9 @@ func (c *ZoneCache) Zone() *Zone { return c.z }
 // Get is Zone.Get through the cache.
 func (c *ZoneCache) Get() (*Packet, error) {
 	if len(c.stack) == 0 {
+		if c.z.debug.Load() != nil {
+			return c.z.Get()
+		}
 		k := c.z.getBatch(c.stack[:ZoneCacheBucket/2])
 		if k == 0 {
 			c.z.fails.Add(1)
@@ -176,6 +358,7 @@ func (c *ZoneCache) Get() (*Packet, error) {
 	}
 	n := len(c.stack) - 1
 	p := c.stack[n]
+	c.stack[n] = nil
 	c.stack = c.stack[:n]
 	c.z.take(p)
 	return p, nil
@@ -184,23 +367,22 @@ func (c *ZoneCache) Get() (*Packet, error) {
 // Put frees a whole chain into the cache (m_freem). Buffers of other zones
 // go straight to their own zone.
 func (c *ZoneCache) Put(p *Packet) {
+	debug := c.z.debug.Load() != nil
 	for p != nil {
 		next := p.Next
-		if p.zone != c.z {
+		if p.zone != c.z || debug {
 			p.zone.put(p)
 			p = next
 			continue
 		}
-		if !p.free.CompareAndSwap(false, true) {
-			c.z.double.Add(1)
+		if !c.z.release(p) {
 			p = next
 			continue
 		}
-		p.Next = nil
-		c.z.frees.Add(1)
 		if len(c.stack) == cap(c.stack) {
 			half := cap(c.stack) / 2
 			c.z.putBatch(c.stack[half:])
+			clear(c.stack[half:])
 			c.stack = c.stack[:half]
 		}
 		c.stack = append(c.stack, p)
@@ -211,5 +393,6 @@ func (c *ZoneCache) Put(p *Packet) {
 // Flush returns every cached packet to the zone.
 func (c *ZoneCache) Flush() {
 	c.z.putBatch(c.stack)
+	clear(c.stack)
 	c.stack = c.stack[:0]
 }

@@ -319,10 +319,10 @@ func freeAll(_ int, pkts []*iflib.Packet) {
 
 // Snapshot returns the counters since the rig started.
 func (r *ForwardRig) Snapshot() ForwardResult {
-	st := r.CtxA.RxQueueStats(0)
+	st, _ := r.CtxA.RxQueueStats(0) // queue 0 exists
 	res := ForwardResult{
 		Elapsed: time.Since(r.start),
-		Refused: r.Gen.Refused(), Received: st.Packets, Forwarded: r.Sink.Frames(),
+		Refused: r.Gen.Refused(), Received: st.IPackets, Forwarded: r.Sink.Frames(),
 		TxErrors: r.txErrs.Load(), RxDrops: st.IQDrops + st.IErrors,
 		MapLoads: st.MapLoads, BAReuses: st.BAReuses,
 	}
@@ -367,7 +367,10 @@ func (r *ForwardRig) Close() error {
 	r.closed = true
 	r.closing.Store(true)
 	r.Gen.Stop()
-	if err := errors.Join(r.CtxA.Detach(), r.CtxB.Detach()); err != nil {
+	// A's received packets sit on B's TX ring: stop A's RX first, then
+	// detach B (returning them to A's zone), then A, whose Detach checks
+	// that every one of its packets came home.
+	if err := errors.Join(r.CtxA.Stop(), r.CtxB.Detach(), r.CtxA.Detach()); err != nil {
 		return err
 	}
 	return errors.Join(r.drvA.CheckTeardown(), r.drvB.CheckTeardown())

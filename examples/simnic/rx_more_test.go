@@ -35,12 +35,12 @@ func TestIOMMUSmallPacketsReuseVsNoReuse(t *testing.T) {
 			const warm, n = 300, 1200
 			sendFrames(t, r, warm, 64)
 			waitFor(t, "warm-up", func() bool { return rec.count() >= warm })
-			before := r.ctx.RxQueueStats(0)
+			before := rxStats(r.ctx)
 			sendFrames(t, r, n, 64)
 			waitFor(t, "all", func() bool { return rec.count() >= warm+n })
-			after := r.ctx.RxQueueStats(0)
+			after := rxStats(r.ctx)
 			loads := after.MapLoads - before.MapLoads
-			pkts := after.Packets - before.Packets
+			pkts := after.IPackets - before.IPackets
 			if pkts != n {
 				t.Fatalf("received %d, want %d", pkts, n)
 			}
@@ -92,7 +92,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	waitFor(t, "zone exhausted", func() bool { return r.ctx.RxQueueStats(0).AllocFails > 0 })
+	waitFor(t, "zone exhausted", func() bool { return rxStats(r.ctx).AllocFails > 0 })
 	mu.Lock()
 	hold.Store(false)
 	for _, m := range held {
@@ -101,7 +101,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 	held = nil
 	mu.Unlock()
 	waitFor(t, "every accepted frame delivered", func() bool { return got.Load() == accepted })
-	st := r.ctx.RxQueueStats(0)
+	st := rxStats(r.ctx)
 	if st.Watchdogs == 0 {
 		t.Fatal("the RX watchdog never armed")
 	}
@@ -129,7 +129,7 @@ func TestRxBadDescriptorsResetNotCrash(t *testing.T) {
 			}
 			sendFrames(t, r, 1, 200)
 			waitFor(t, "reset", func() bool { return r.ctx.Resets() >= 1 })
-			if e := r.ctx.RxQueueStats(0).IErrors; e == 0 {
+			if e := rxStats(r.ctx).IErrors; e == 0 {
 				t.Fatal("bad descriptor not counted")
 			}
 			base := rec.count()
@@ -154,15 +154,15 @@ func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 	// Delivery follows the refill in rxeof: once the stack has every warm
 	// frame, their slots have been reloaded.
 	waitFor(t, "warm", func() bool { return rec.count() >= 300 })
-	before := r.ctx.RxQueueStats(0)
+	before := rxStats(r.ctx)
 	const n = 400
 	for i := 0; i < n; i++ {
 		f := frameOf(300, uint32(i))
 		f[59] = 1 // every frame dropped by the filter
 		waitFor(t, "fifo room", func() bool { return r.nic.Receive(f) })
 	}
-	waitFor(t, "all filtered", func() bool { return r.ctx.RxQueueStats(0).Filtered-before.Filtered >= n })
-	after := r.ctx.RxQueueStats(0)
+	waitFor(t, "all filtered", func() bool { return rxStats(r.ctx).Filtered-before.Filtered >= n })
+	after := rxStats(r.ctx)
 	// At most one load: the slot left unused at the end of the warm-up
 	// lost its cluster to the stack and gets a new one when first reposted.
 	// Every filtered frame's own cluster is reposted without a load.
@@ -209,3 +209,12 @@ func TestRxStopWithTrafficInFlight(t *testing.T) {
 }
 
 func simnicSmall() simnic.Config { return simnic.Config{NRxd: 256, NTxd: 256} }
+
+// rxStats returns RX queue 0's counters.
+func rxStats(ctx *iflib.Context) iflib.RxQueueStats {
+	st, err := ctx.RxQueueStats(0)
+	if err != nil {
+		panic(err)
+	}
+	return st
+}
