@@ -54,8 +54,8 @@ type freeList struct {
 	iru      RxdUpdate
 	marks    []uint64 // validate's scratch: slots named by the packet being checked
 
-	st                      *counters[rxCounter] // the queue's
-	pidxA, cidxA, creditsA atomic.Int64          // mirrors for the sysctl tree
+	st                     *counters[rxCounter] // the queue's
+	pidxA, cidxA, creditsA atomic.Int64         // mirrors for the sysctl tree
 }
 
 func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low busdma.BusAddr) (*freeList, error) {

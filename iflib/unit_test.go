@@ -2,7 +2,6 @@ package iflib
 
 import (
 	"testing"
-
 )
 
 // Worked example of reference §1.7: 1024 descriptors → notify 63,
