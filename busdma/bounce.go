@@ -38,23 +38,59 @@ func newBouncePool(pm *physMem, first, n int) *bouncePool {
 }
 
 // take appends n pages to dst, or returns ErrNoMem and takes none
-// (reserve_bounce_pages with commit == 0).
-func (bp *bouncePool) take(dst []int32, n int) ([]int32, error) {
+// (reserve_bounce_pages with commit == 0). Pages come from the head of the
+// free list, except for a tag aligned beyond a page: then only pages whose
+// bus address is a multiple of align will do, taken in list order, the
+// others keeping their places.
+//
+// FreeBSD sizes a bounce zone for MAX(alignment, PAGE_SIZE)
+// (alloc_bounce_zone) but alloc_bounce_pages takes each page with
+// contigmalloc(PAGE_SIZE, …, alignment PAGE_SIZE), so a tag aligned to 8 KiB
+// can get a bounce page at an odd 4 KiB multiple and a misaligned segment.
+// This model honours the zone's alignment instead (the intended behaviour),
+// and fails the load with ErrNoMem when no suitably aligned page is free.
+func (bp *bouncePool) take(dst []int32, n int, align uint64, pm *physMem) ([]int32, error) {
 	bp.mu.Lock()
+	defer bp.mu.Unlock()
 	if bp.free < n {
 		bp.failed++
-		bp.mu.Unlock()
 		return dst, ErrNoMem
 	}
-	for range n {
-		dst = append(dst, bp.ring[bp.head])
-		bp.head++
-		if bp.head == len(bp.ring) {
-			bp.head = 0
+	if align <= PageSize {
+		for range n {
+			dst = append(dst, bp.ring[bp.head])
+			bp.head++
+			if bp.head == len(bp.ring) {
+				bp.head = 0
+			}
+		}
+		bp.free -= n
+		return dst, nil
+	}
+	got := 0
+	for i := 0; i < bp.free && got < n; i++ {
+		if uint64(pm.phys[bp.ring[(bp.head+i)%len(bp.ring)]])&(align-1) == 0 {
+			got++
 		}
 	}
+	if got < n {
+		bp.failed++
+		return dst, ErrNoMem
+	}
+	// Take the first n aligned pages and close the gaps they leave, keeping
+	// the order of the rest.
+	w, taken := 0, 0
+	for i := 0; i < bp.free; i++ {
+		p := bp.ring[(bp.head+i)%len(bp.ring)]
+		if taken < n && uint64(pm.phys[p])&(align-1) == 0 {
+			dst = append(dst, p)
+			taken++
+			continue
+		}
+		bp.ring[(bp.head+w)%len(bp.ring)] = p
+		w++
+	}
 	bp.free -= n
-	bp.mu.Unlock()
 	return dst, nil
 }
 

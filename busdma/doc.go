@@ -15,8 +15,12 @@
 //	PagemapSpace   hugepage memory with real physical addresses (Linux, root)
 //	IdentitySpace  bus address = offset in one region (an AF_XDP UMEM)
 //
-// Buffers handed to a map must come from the device's space (Space.Alloc,
-// Tag.AllocMem): that is how the loader knows their pages.
+// Buffers handed to a map must come from the device's space: that is how the
+// loader knows their pages. Space.Alloc returns general buffers,
+// Space.AllocChunks returns packet clusters that each load as one segment
+// (the contiguous mbuf cluster zones), Tag.AllocMem returns descriptor ring
+// memory (bus_dmamem_alloc), and Space.Free and DMAMem.Free give them back,
+// so a driver can attach and detach on one space forever.
 //
 // # Data flow
 //

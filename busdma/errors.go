@@ -33,6 +33,11 @@ var (
 	ErrLeak = errors.New("busdma: maps still loaded at teardown")
 	// ErrClosed: the device (or pagemap space) was closed.
 	ErrClosed = errors.New("busdma: device closed")
+	// ErrNotAllocated: Space.Free of memory that is not a live allocation of
+	// the space: freed already (a double free), a part of an allocation
+	// rather than the whole slice, or memory from Tag.AllocMem (which
+	// DMAMem.Free returns).
+	ErrNotAllocated = errors.New("busdma: not a live allocation of this space (double free?)")
 )
 
 // TagError reports an invalid bus_dma_tag_create argument. It matches
@@ -49,3 +54,45 @@ func (e *TagError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *TagError) Is(target error) bool { return target == ErrInvalid }
+
+// ConfigError reports an invalid SimConfig, IOMMUConfig or PagemapConfig
+// field. It matches [ErrInvalid] with errors.Is.
+type ConfigError struct {
+	Field string // e.g. "SimConfig.Size"
+	Value uint64
+	Msg   string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("busdma: %s=%#x: %s", e.Field, e.Value, e.Msg)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }
+
+// AllocError reports a refused Space.Alloc, Space.AllocChunks or
+// Space.Free. Err is the cause and matches with errors.Is: [ErrInvalid] (a
+// size, count or alignment that is not positive or not a power of two),
+// [ErrNoMem] (no such memory is free in the space; the space stays usable),
+// [ErrNotInSpace] or [ErrNotAllocated] (Free).
+type AllocError struct {
+	Op    string // "Alloc", "AllocChunks" or "Free"
+	Space string // the space's name
+	Size  int    // bytes asked for (per chunk for AllocChunks; len for Free)
+	Count int    // chunks asked for (AllocChunks)
+	Align int
+	Err   error
+}
+
+func (e *AllocError) Error() string {
+	switch e.Op {
+	case "Free":
+		return fmt.Sprintf("busdma: %s: Free of %d bytes: %v", e.Space, e.Size, e.Err)
+	case "AllocChunks":
+		return fmt.Sprintf("busdma: %s: AllocChunks(%d bytes × %d, align %d): %v", e.Space, e.Size, e.Count, e.Align, e.Err)
+	}
+	return fmt.Sprintf("busdma: %s: %s(%d bytes, align %d): %v", e.Space, e.Op, e.Size, e.Align, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *AllocError) Unwrap() error { return e.Err }

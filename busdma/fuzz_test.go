@@ -62,7 +62,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, space, alignLog, boundLog, lowBits uint8, maxseg uint16, nseg uint8, off, length uint16, chunks uint8) {
 		spaces := fuzzSetup(t)
 		sp := spaces[int(space)%len(spaces)]
-		align := 1 << (alignLog % 13) // up to a page
+		align := 1 << (alignLog % 14) // up to two pages
 		boundary := 0
 		if b := boundLog % 18; b >= 10 {
 			boundary = 1 << b

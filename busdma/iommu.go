@@ -81,8 +81,20 @@ func NewIOMMUSpace(cfg IOMMUConfig) (*IOMMUSpace, error) {
 	if cfg.MaxFaults == 0 {
 		cfg.MaxFaults = 1024
 	}
-	if cfg.IOVABase&pageMask != 0 || cfg.IOVASize < PageSize || uint64(cfg.IOVASize) > 1<<40 || cfg.MapCost < 0 || cfg.UnmapCost < 0 {
-		return nil, fmt.Errorf("%w: bad IOMMUConfig", ErrInvalid)
+	bad := func(field string, v uint64, msg string) error {
+		return &ConfigError{Field: "IOMMUConfig." + field, Value: v, Msg: msg}
+	}
+	switch {
+	case cfg.IOVABase&pageMask != 0:
+		return nil, bad("IOVABase", uint64(cfg.IOVABase), "not page aligned")
+	case cfg.IOVASize < PageSize || uint64(cfg.IOVASize) > 1<<40:
+		return nil, bad("IOVASize", uint64(cfg.IOVASize), "must be a page to 1 TiB")
+	case uint64(cfg.IOVABase) > uint64(MaxAddr)-uint64(cfg.IOVASize-1):
+		return nil, bad("IOVABase", uint64(cfg.IOVABase), "the IOVA space runs past the top of the bus address space")
+	case cfg.MapCost < 0 || cfg.UnmapCost < 0:
+		return nil, bad("MapCost", uint64(min(cfg.MapCost, cfg.UnmapCost)), "negative")
+	case cfg.MaxFaults < 0:
+		return nil, bad("MaxFaults", uint64(cfg.MaxFaults), "negative")
 	}
 	if cfg.Sim.Name == "" {
 		cfg.Sim.Name = cfg.Name + ".phys"
@@ -97,8 +109,24 @@ func NewIOMMUSpace(cfg IOMMUConfig) (*IOMMUSpace, error) {
 // Name returns the configured name.
 func (s *IOMMUSpace) Name() string { return s.name }
 
-// Alloc carves memory from the physical arena behind the IOMMU.
-func (s *IOMMUSpace) Alloc(size, align int) ([]byte, error) { return s.sim.Alloc(size, align) }
+// Alloc carves memory from the physical arena behind the IOMMU (see
+// [Space]).
+func (s *IOMMUSpace) Alloc(size, align int) ([]byte, error) {
+	return allocIn(s.name, s.sim.allocZ, size, align)
+}
+
+// AllocChunks carves chunks from the physical arena behind the IOMMU (see
+// [Space]). Chunks larger than a page need not be physically contiguous: a
+// load maps the whole chunk into one IOVA run.
+func (s *IOMMUSpace) AllocChunks(size, count, align int) ([][]byte, error) {
+	return allocChunksIn(s.name, s.sim.allocZ, size, count, align, false)
+}
+
+// Free returns memory from Alloc or AllocChunks (see [Space]).
+func (s *IOMMUSpace) Free(mem []byte) error { return freeIn(s.name, s.sim.allocZ, mem) }
+
+// Allocated returns the bytes held by Alloc and AllocChunks (see [Space]).
+func (s *IOMMUSpace) Allocated() int { return s.sim.allocZ.allocated() }
 
 // Phys returns the physical memory behind the IOMMU.
 func (s *IOMMUSpace) Phys() *SimSpace { return s.sim }

@@ -198,14 +198,15 @@ func (b *iommuBackend) access(d *Device, a BusAddr, p []byte, write bool) error 
 // allocMem takes contiguous physical pages and maps them like a load.
 func (b *iommuBackend) allocMem(t *Tag) ([]byte, memToken, error) {
 	sim := b.s.sim
+	if t.maxsize > sim.contigZ.hi-sim.contigZ.lo {
+		return nil, memToken{}, ErrNoMem
+	}
 	np := (t.maxsize + PageSize - 1) / PageSize
-	first, err := sim.contigZ.allocContig(np, PageSize, 0, MaxAddr, MaxAddr)
+	s, err := sim.contigZ.allocContig(np, PageSize, 0, MaxAddr, MaxAddr)
 	if err != nil {
 		return nil, memToken{}, err
 	}
-	s := first * PageSize
-	clear(sim.pm.mem[s : s+np*PageSize])
-	return sim.pm.mem[s : s+t.maxsize : s+t.maxsize], memToken{first: first, npages: np}, nil
+	return sim.pm.mem[s : s+t.maxsize : s+t.maxsize], memToken{off: s, n: np * PageSize}, nil
 }
 
-func (b *iommuBackend) freeMem(tok memToken) { b.s.sim.contigZ.freeContig(tok.first, tok.npages) }
+func (b *iommuBackend) freeMem(tok memToken) { _ = b.s.sim.contigZ.freeAt(tok.off, tok.n, true) }

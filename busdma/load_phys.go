@@ -14,8 +14,8 @@ package busdma
 // afterwards, leaving a bounce page whose datacount exceeds its segment).
 type physBackend struct {
 	pm      *physMem
-	allocZ  *zone // Alloc
-	contigZ *zone // AllocMem
+	allocZ  *arena // Alloc, AllocChunks, Free
+	contigZ *arena // AllocMem (the same arena as allocZ in identity and pagemap spaces)
 	bp      *bouncePool
 }
 
@@ -61,7 +61,7 @@ func (b *physBackend) loadBuf(m *Map, bi int, buf []byte, segs []Segment, start 
 				return segs, ErrNoMem
 			}
 			var err error
-			if m.bpages, err = b.bp.take(m.bpages, need); err != nil {
+			if m.bpages, err = b.bp.take(m.bpages, need, t.alignment, b.pm); err != nil {
 				return segs, err
 			}
 		}
@@ -83,7 +83,7 @@ func (b *physBackend) countBounce(m *Map, off, n int) int {
 		pa := b.pm.phys[off>>pageShift] + BusAddr(off&pageMask)
 		maxsg := min(n, t.maxsegsz)
 		sg := PageSize - int(pa&pageMask)
-		if t.mustBounce(pa, min(sg, maxsg)) {
+		if t.mustBounce(pa) {
 			sg = b.bounceLen(t, sg, maxsg)
 			count++
 		} else {
@@ -120,7 +120,7 @@ func (b *physBackend) walkSegs(m *Map, bi, off, n int, segs []Segment, start int
 		maxsg := min(n-done, t.maxsegsz)
 		sg := PageSize - int(pa&pageMask)
 		bounce := -1
-		if t.couldBounce && !m.nobounce && t.mustBounce(pa, min(sg, maxsg)) {
+		if t.couldBounce && !m.nobounce && t.mustBounce(pa) {
 			sg = b.bounceLen(t, sg, maxsg)
 			bounce = len(m.bounced)
 			pg := m.bpages[bounce] // add_bounce_page
@@ -199,16 +199,16 @@ func (b *physBackend) access(_ *Device, a BusAddr, p []byte, write bool) error {
 }
 
 func (b *physBackend) allocMem(t *Tag) ([]byte, memToken, error) {
+	if t.maxsize > b.contigZ.hi-b.contigZ.lo {
+		return nil, memToken{}, ErrNoMem
+	}
 	np := (t.maxsize + PageSize - 1) / PageSize
 	align := max(t.alignment, PageSize)
-	first, err := b.contigZ.allocContig(np, align, t.boundary, t.lowaddr, t.highaddr)
+	s, err := b.contigZ.allocContig(np, align, t.boundary, t.lowaddr, t.highaddr)
 	if err != nil {
 		return nil, memToken{}, err
 	}
-	s := first * PageSize
-	mem := b.pm.mem[s : s+t.maxsize : s+t.maxsize]
-	clear(b.pm.mem[s : s+np*PageSize])
-	return mem, memToken{first: first, npages: np}, nil
+	return b.pm.mem[s : s+t.maxsize : s+t.maxsize], memToken{off: s, n: np * PageSize}, nil
 }
 
-func (b *physBackend) freeMem(tok memToken) { b.contigZ.freeContig(tok.first, tok.npages) }
+func (b *physBackend) freeMem(tok memToken) { _ = b.contigZ.freeAt(tok.off, tok.n, true) }

@@ -34,7 +34,21 @@ func NewPagemapSpace(size int) (*PagemapSpace, error) {
 func (s *PagemapSpace) Name() string { return s.name }
 
 // Alloc carves zeroed memory from the mapping (see [Space]).
-func (s *PagemapSpace) Alloc(size, align int) ([]byte, error) { return s.allocZ.alloc(size, align) }
+func (s *PagemapSpace) Alloc(size, align int) ([]byte, error) {
+	return allocIn(s.name, s.allocZ, size, align)
+}
+
+// AllocChunks carves chunks over physically contiguous pages (see [Space]);
+// within one hugepage every run is contiguous.
+func (s *PagemapSpace) AllocChunks(size, count, align int) ([][]byte, error) {
+	return allocChunksIn(s.name, s.allocZ, size, count, align, true)
+}
+
+// Free returns memory from Alloc or AllocChunks (see [Space]).
+func (s *PagemapSpace) Free(mem []byte) error { return freeIn(s.name, s.allocZ, mem) }
+
+// Allocated returns the bytes held by Alloc and AllocChunks (see [Space]).
+func (s *PagemapSpace) Allocated() int { return s.allocZ.allocated() }
 
 func (s *PagemapSpace) backend() backend { return &s.physBackend }
 

@@ -16,8 +16,8 @@ const hugePageSize = 2 << 20
 // NewPagemapSpaceConfig maps, locks and translates memory (see
 // [PagemapSpace]).
 func NewPagemapSpaceConfig(cfg PagemapConfig) (*PagemapSpace, error) {
-	if cfg.Size < 0 {
-		return nil, fmt.Errorf("%w: negative size", ErrInvalid)
+	if cfg.Size < 0 || cfg.Size > 1<<40 {
+		return nil, &ConfigError{Field: "PagemapConfig.Size", Value: uint64(cfg.Size), Msg: "must be 0 (the default) to 1 TiB"}
 	}
 	if cfg.Size == 0 {
 		cfg.Size = 4 << 20
@@ -69,7 +69,7 @@ func NewPagemapSpaceConfig(cfg PagemapConfig) (*PagemapSpace, error) {
 	}
 	s := &PagemapSpace{name: "pagemap", unmap: func() error { return unix.Munmap(mem) }}
 	s.pm = pm
-	s.allocZ = newZone(pm, 0, np)
+	s.allocZ = newArena(pm, 0, np)
 	s.contigZ = s.allocZ
 	return s, nil
 }

@@ -61,3 +61,40 @@ func TestStrings(t *testing.T) {
 		t.Fatal("ReportKind.String")
 	}
 }
+
+// Freeing everything coalesces the free list back into one extent, in any
+// order of frees.
+func TestArenaCoalesces(t *testing.T) {
+	s, err := NewSimSpace(SimConfig{Size: 1 << 20, Layout: LayoutScattered})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.allocZ
+	chunks, err := s.AllocChunks(9216, 20, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := s.Alloc(100, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.extents() < 2 {
+		t.Fatalf("%d free extents after carving chunks", a.extents())
+	}
+	for i := len(chunks) - 1; i >= 0; i -= 2 {
+		if err := s.Free(chunks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Free(small); err != nil {
+		t.Fatal(err)
+	}
+	for i := len(chunks) - 2; i >= 0; i -= 2 {
+		if err := s.Free(chunks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.extents(); n != 1 || a.allocated() != 0 {
+		t.Fatalf("after freeing all: %d extents, %d bytes allocated", n, a.allocated())
+	}
+}

@@ -1,9 +1,6 @@
 package busdma
 
-import (
-	"fmt"
-	"math/rand/v2"
-)
+import "math/rand/v2"
 
 // Layout says how a [SimSpace] assigns physical addresses to its pages.
 type Layout uint8
@@ -68,8 +65,9 @@ const (
 	defaultBounceBase  = BusAddr(0x0080_0000)
 )
 
-// NewSimSpace builds a simulated physical memory. Overlapping windows are
-// ErrInvalid.
+// NewSimSpace builds a simulated physical memory. A bad field (negative or
+// too large a size, a window that is not page aligned, runs past the top of
+// the bus address space or overlaps another) is a *ConfigError (ErrInvalid).
 func NewSimSpace(cfg SimConfig) (*SimSpace, error) {
 	if cfg.Name == "" {
 		cfg.Name = "sim"
@@ -98,17 +96,13 @@ func NewSimSpace(cfg SimConfig) (*SimSpace, error) {
 	if cfg.BounceBase == 0 {
 		cfg.BounceBase = defaultBounceBase
 	}
-	if cfg.Size < 0 || cfg.ContigSize < 0 || cfg.Layout > LayoutMixed ||
-		cfg.Base&pageMask != 0 || cfg.HighBase&pageMask != 0 || cfg.ContigBase&pageMask != 0 || cfg.BounceBase&pageMask != 0 {
-		return nil, fmt.Errorf("%w: bad SimConfig", ErrInvalid)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	na := (cfg.Size + PageSize - 1) / PageSize
 	nc := (cfg.ContigSize + PageSize - 1) / PageSize
 	nb := max(cfg.BouncePages, 0)
 	total := na + nc + nb
-	if total > 1<<30/PageSize*16 {
-		return nil, fmt.Errorf("%w: SimConfig too large", ErrInvalid)
-	}
 	pm := &physMem{mem: make([]byte, total*PageSize), phys: make([]BusAddr, total)}
 	pm.base = addrOf(pm.mem)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6275736d61))
@@ -131,16 +125,60 @@ func NewSimSpace(cfg SimConfig) (*SimSpace, error) {
 		pm.phys[na+nc+i] = cfg.BounceBase + BusAddr(i*PageSize)
 	}
 	if !pm.buildBanks(64) {
-		return nil, fmt.Errorf("%w: SimConfig windows overlap", ErrInvalid)
+		return nil, &ConfigError{Field: "SimConfig", Msg: "address windows overlap"}
 	}
 	s := &SimSpace{name: cfg.Name}
 	s.pm = pm
-	s.allocZ = newZone(pm, 0, na)
-	s.contigZ = newZone(pm, na, nc)
+	s.allocZ = newArena(pm, 0, na)
+	s.contigZ = newArena(pm, na, nc)
 	if nb > 0 {
 		s.bp = newBouncePool(pm, na+nc, nb)
 	}
 	return s, nil
+}
+
+// maxSimBytes bounds each SimConfig size: 16 GiB, far beyond any test, and
+// small enough that sizes never overflow when rounded or added.
+const maxSimBytes = 16 << 30
+
+// check validates the defaulted configuration.
+func (cfg *SimConfig) check() error {
+	bad := func(field string, v uint64, msg string) error {
+		return &ConfigError{Field: "SimConfig." + field, Value: v, Msg: msg}
+	}
+	switch {
+	case cfg.Size < 0 || cfg.Size > maxSimBytes:
+		return bad("Size", uint64(cfg.Size), "must be 0 (the default) to 16 GiB")
+	case cfg.ContigSize < 0 || cfg.ContigSize > maxSimBytes:
+		return bad("ContigSize", uint64(cfg.ContigSize), "must be 0 (the default) to 16 GiB")
+	case cfg.BouncePages > maxSimBytes/PageSize:
+		return bad("BouncePages", uint64(cfg.BouncePages), "more pages than 16 GiB")
+	case cfg.Layout > LayoutMixed:
+		return bad("Layout", uint64(cfg.Layout), "unknown layout")
+	}
+	na := uint64(cfg.Size+PageSize-1) / PageSize
+	window := na * PageSize
+	if cfg.Layout == LayoutScattered || cfg.Layout == LayoutMixed {
+		window *= 2 // runs are scattered over twice the arena
+	}
+	for _, w := range []struct {
+		name string
+		base BusAddr
+		size uint64
+	}{
+		{"Base", cfg.Base, window},
+		{"HighBase", cfg.HighBase, window},
+		{"ContigBase", cfg.ContigBase, uint64(cfg.ContigSize+PageSize-1) &^ pageMask},
+		{"BounceBase", cfg.BounceBase, uint64(max(cfg.BouncePages, 0)) * PageSize},
+	} {
+		if w.base&pageMask != 0 {
+			return bad(w.name, uint64(w.base), "not page aligned")
+		}
+		if w.size != 0 && uint64(w.base) > uint64(MaxAddr)-(w.size-1) {
+			return bad(w.name, uint64(w.base), "window runs past the top of the bus address space")
+		}
+	}
+	return nil
 }
 
 // scatter assigns the frames of runs of 1..4 pages, shuffled, over a window
@@ -179,7 +217,21 @@ func scatter(phys []BusAddr, cfg SimConfig, rng *rand.Rand) {
 func (s *SimSpace) Name() string { return s.name }
 
 // Alloc carves zeroed memory from the arena (see [Space]).
-func (s *SimSpace) Alloc(size, align int) ([]byte, error) { return s.allocZ.alloc(size, align) }
+func (s *SimSpace) Alloc(size, align int) ([]byte, error) {
+	return allocIn(s.name, s.allocZ, size, align)
+}
+
+// AllocChunks carves chunks contiguous in simulated physical memory (see
+// [Space]).
+func (s *SimSpace) AllocChunks(size, count, align int) ([][]byte, error) {
+	return allocChunksIn(s.name, s.allocZ, size, count, align, true)
+}
+
+// Free returns memory from Alloc or AllocChunks (see [Space]).
+func (s *SimSpace) Free(mem []byte) error { return freeIn(s.name, s.allocZ, mem) }
+
+// Allocated returns the bytes held by Alloc and AllocChunks (see [Space]).
+func (s *SimSpace) Allocated() int { return s.allocZ.allocated() }
 
 func (s *SimSpace) backend() backend { return &s.physBackend }
 

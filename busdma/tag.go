@@ -27,12 +27,21 @@ type TagConfig struct {
 	Flags      TagFlags // flags (AllocNow)
 }
 
-// Tag is bus_dma_tag_t: the DMA constraints of a device. A child inherits
-// its parent's restrictions: lowaddr the minimum, highaddr the maximum,
-// boundary the smaller non-zero one (bus_dma_tag_common_create,
-// sys/x86/x86/busdma_machdep.c), and — beyond FreeBSD, which leaves it to
-// the implementation — alignment the larger one. A boundary smaller than
-// maxsegsz clamps maxsegsz. Tags are immutable and safe for concurrent use.
+// Tag is bus_dma_tag_t: the DMA constraints of a device, built as
+// common_bus_dma_tag_create (sys/x86/x86/busdma_machdep.c) builds them:
+//
+//  1. a Boundary smaller than MaxSegSize clamps MaxSegSize (the tag's own
+//     boundary argument only: a boundary inherited in step 3 does not clamp,
+//     though the loader still splits segments at it);
+//  2. LowAddr and HighAddr are rounded up to the last byte of their page
+//     (trunc_page(x) + PAGE_SIZE - 1), so the exclusion window always covers
+//     whole pages: a tag with LowAddr 0x12345 reaches all of page 0x12000;
+//  3. the parent's restrictions are merged in: lowaddr the minimum, highaddr
+//     the maximum, boundary the smaller non-zero one, and — beyond FreeBSD,
+//     which leaves alignment to each implementation — alignment the larger
+//     one.
+//
+// Config reports the result. Tags are immutable and safe for concurrent use.
 type Tag struct {
 	dev         *Device
 	parent      *Tag
@@ -90,12 +99,19 @@ func NewTag(parent *Tag, cfg TagConfig) (*Tag, error) {
 	if cfg.HighAddr == 0 {
 		cfg.HighAddr = MaxAddr
 	}
+	// common_bus_dma_tag_create (sys/x86/x86/busdma_machdep.c), in its order:
+	// the tag's own boundary clamps maxsegsz before anything is inherited;
+	// lowaddr and highaddr are rounded to the last byte of their page; then
+	// the parent's restrictions are merged in.
+	if cfg.Boundary != 0 && cfg.Boundary < cfg.MaxSegSize {
+		cfg.MaxSegSize = cfg.Boundary
+	}
 	d := parent.dev
 	t := &Tag{dev: d, parent: parent, name: cfg.Name,
 		alignment: max(uint64(cfg.Alignment), parent.alignment),
 		boundary:  uint64(cfg.Boundary),
-		lowaddr:   min(cfg.LowAddr, parent.lowaddr),
-		highaddr:  max(cfg.HighAddr, parent.highaddr),
+		lowaddr:   min(pageEnd(cfg.LowAddr), parent.lowaddr),
+		highaddr:  max(pageEnd(cfg.HighAddr), parent.highaddr),
 		maxsize:   cfg.MaxSize, nsegments: cfg.NSegments, maxsegsz: cfg.MaxSegSize,
 		flags: cfg.Flags,
 	}
@@ -104,9 +120,6 @@ func NewTag(parent *Tag, cfg TagConfig) (*Tag, error) {
 	}
 	if parent.boundary != 0 && (t.boundary == 0 || parent.boundary < t.boundary) {
 		t.boundary = parent.boundary
-	}
-	if t.boundary != 0 && uint64(t.maxsegsz) > t.boundary {
-		t.maxsegsz = int(t.boundary)
 	}
 	be := d.space.backend()
 	t.couldBounce = be.couldBounce(t) || parent.couldBounce
@@ -118,13 +131,15 @@ func NewTag(parent *Tag, cfg TagConfig) (*Tag, error) {
 	return t, nil
 }
 
-// mustBounce is run_filter / must_bounce: the chunk [a, a+n) reaches into
-// the exclusion window or starts misaligned. FreeBSD tests only the chunk's
-// first byte, which is the same when lowaddr+1 is page aligned (as
-// BUS_SPACE_MAXADDR_32BIT and every DMA_WIDTH_TO_BUS_LOWADDR value are);
-// testing the last byte as well keeps any lowaddr exact.
-func (t *Tag) mustBounce(a BusAddr, n int) bool {
-	return (a+BusAddr(n)-1 > t.lowaddr && a <= t.highaddr) || uint64(a)&(t.alignment-1) != 0
+// pageEnd is trunc_page(a) + PAGE_SIZE - 1: the last byte of a's page.
+func pageEnd(a BusAddr) BusAddr { return a | pageMask }
+
+// mustBounce is bus_dma_run_filter: the chunk starting at bus address a lies
+// in the exclusion window (lowaddr, highaddr] or starts misaligned. Like
+// FreeBSD it tests the chunk's first byte only, which is exact because the
+// loader never lets a chunk cross a page and lowaddr and highaddr end a page.
+func (t *Tag) mustBounce(a BusAddr) bool {
+	return (a > t.lowaddr && a <= t.highaddr) || uint64(a)&(t.alignment-1) != 0
 }
 
 // boundOK is vm_addr_bound_ok: [a, a+n) crosses no multiple of boundary.

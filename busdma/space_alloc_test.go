@@ -1,0 +1,129 @@
+package busdma_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// allocSpaces returns one small space of each kind, with a name.
+func allocSpaces(t testing.TB) map[string]busdma.Space {
+	t.Helper()
+	out := map[string]busdma.Space{}
+	for name, l := range map[string]busdma.Layout{
+		"contiguous": busdma.LayoutContiguous, "scattered": busdma.LayoutScattered,
+		"high": busdma.LayoutHigh, "mixed": busdma.LayoutMixed,
+	} {
+		s, err := busdma.NewSimSpace(busdma.SimConfig{Name: name, Size: 1 << 20, Layout: l, Seed: 7, ContigSize: 1 << 16})
+		require.NoError(t, err)
+		out[name] = s
+	}
+	io, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20, Layout: busdma.LayoutScattered, ContigSize: 1 << 16}})
+	require.NoError(t, err)
+	out["iommu"] = io
+	id, err := busdma.NewIdentitySpace(make([]byte, 1<<20))
+	require.NoError(t, err)
+	out["identity"] = id
+	return out
+}
+
+// Sizes and alignments near MaxInt are typed errors, and the space stays
+// usable afterwards (they used to overflow the page arithmetic and corrupt
+// the allocator so that every later Alloc panicked).
+func TestAllocHugeSizesAreTypedErrors(t *testing.T) {
+	for name, s := range allocSpaces(t) {
+		t.Run(name, func(t *testing.T) {
+			bad := []struct {
+				size, align int
+				want        error
+			}{
+				{math.MaxInt, 0, busdma.ErrNoMem},
+				{math.MaxInt - busdma.PageSize + 2, busdma.PageSize, busdma.ErrNoMem},
+				{1 << 62, 1, busdma.ErrNoMem},
+				{busdma.PageSize, math.MinInt, busdma.ErrInvalid},
+				{0, 0, busdma.ErrInvalid},
+				{-1, 0, busdma.ErrInvalid},
+				{math.MinInt, 0, busdma.ErrInvalid},
+				{10, 3, busdma.ErrInvalid},
+			}
+			for _, b := range bad {
+				_, err := s.Alloc(b.size, b.align)
+				require.ErrorIs(t, err, b.want, "Alloc(%d, %d)", b.size, b.align)
+				var ae *busdma.AllocError
+				require.ErrorAs(t, err, &ae)
+				assert.Equal(t, "Alloc", ae.Op)
+
+				// Still usable: a page, aligned and zeroed.
+				m, err := s.Alloc(busdma.PageSize, busdma.PageSize)
+				require.NoError(t, err, "Alloc after Alloc(%d, %d)", b.size, b.align)
+				assert.Len(t, m, busdma.PageSize)
+				require.NoError(t, s.Free(m))
+			}
+			// Offset 0 is a multiple of any alignment: one such block fits,
+			// a second does not.
+			first, err := s.Alloc(1, 1<<62)
+			require.NoError(t, err)
+			_, err = s.Alloc(1, 1<<62)
+			require.ErrorIs(t, err, busdma.ErrNoMem)
+			require.NoError(t, s.Free(first))
+			for _, b := range []struct{ size, count, align int }{
+				{math.MaxInt, 1, 0}, {busdma.PageSize, math.MaxInt, 0}, {1 << 40, 1 << 40, 0},
+				{2048, 2, 1 << 62}, {0, 1, 0}, {1, 0, 0}, {-5, 3, 0}, {8, 8, 6},
+			} {
+				_, err := s.AllocChunks(b.size, b.count, b.align)
+				require.Error(t, err, "AllocChunks(%d, %d, %d)", b.size, b.count, b.align)
+				assert.True(t, errors.Is(err, busdma.ErrNoMem) || errors.Is(err, busdma.ErrInvalid), "%v", err)
+			}
+			assert.Zero(t, s.Allocated())
+
+			d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: name})
+			require.NoError(t, err)
+			big := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: math.MaxInt, NSegments: 1, MaxSegSize: math.MaxInt})
+			_, err = big.AllocMem()
+			require.ErrorIs(t, err, busdma.ErrNoMem)
+			ring := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 128, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
+			dm, err := ring.AllocMem()
+			require.NoError(t, err, "AllocMem after a refused one")
+			require.NoError(t, dm.Free())
+			require.NoError(t, d.Close())
+		})
+	}
+}
+
+func TestNewSimSpaceBadConfig(t *testing.T) {
+	bad := []busdma.SimConfig{
+		{Size: math.MaxInt},
+		{Size: -1},
+		{ContigSize: math.MaxInt},
+		{ContigSize: math.MinInt},
+		{BouncePages: math.MaxInt},
+		{Layout: 9},
+		{Base: 0x1001},
+		{Base: busdma.MaxAddr &^ (busdma.PageSize - 1)},
+		{HighBase: busdma.MaxAddr - 1<<20 + 1, Layout: busdma.LayoutHigh},
+		{BounceBase: busdma.MaxAddr &^ 0xFFF, BouncePages: 2},
+		{Base: 0x100_0000}, // the arena would overlap the contiguous zone at 16 MiB
+	}
+	for _, cfg := range bad {
+		_, err := busdma.NewSimSpace(cfg)
+		require.ErrorIs(t, err, busdma.ErrInvalid, "%+v", cfg)
+		var ce *busdma.ConfigError
+		require.ErrorAs(t, err, &ce, "%+v", cfg)
+	}
+	for _, cfg := range []busdma.IOMMUConfig{
+		{IOVASize: math.MaxInt}, {IOVASize: -1}, {IOVABase: 0x123},
+		{IOVABase: busdma.MaxAddr &^ 0xFFF}, {MapCost: -1}, {MaxFaults: -3},
+		{Sim: busdma.SimConfig{Size: math.MaxInt}},
+	} {
+		_, err := busdma.NewIOMMUSpace(cfg)
+		require.ErrorIs(t, err, busdma.ErrInvalid, "%+v", cfg)
+	}
+	_, err := busdma.NewPagemapSpaceConfig(busdma.PagemapConfig{Size: math.MaxInt})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, busdma.ErrInvalid) || errors.Is(err, busdma.ErrUnavailable), "%v", err)
+}
