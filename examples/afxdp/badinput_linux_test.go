@@ -1,0 +1,113 @@
+package afxdp
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/iflib"
+)
+
+func TestUMEMBadFrameSize(t *testing.T) {
+	for _, fs := range []int{1024, 3000, 2049, 8192, -4096} {
+		_, err := NewUMEM(UMEMConfig{FrameSize: fs, Frames: 16})
+		assert.ErrorIs(t, err, ErrFrameSize, "frame size %d", fs)
+	}
+	_, err := NewUMEM(UMEMConfig{Frames: -1})
+	assert.ErrorIs(t, err, ErrConfig)
+	for _, fs := range []int{2048, 4096} {
+		u, err := NewUMEM(UMEMConfig{FrameSize: fs, Frames: 16})
+		require.NoError(t, err)
+		assert.Equal(t, fs, u.FrameSize())
+		assert.Equal(t, 16*fs, u.Size())
+		require.NoError(t, u.Close())
+		assert.ErrorIs(t, u.Close(), ErrClosed)
+	}
+}
+
+func TestUMEMZoneTooSmall(t *testing.T) {
+	u, err := NewUMEM(UMEMConfig{Frames: 8})
+	require.NoError(t, err)
+	defer u.Close()
+	z, err := u.NewZone("tx", 8)
+	require.NoError(t, err)
+	assert.Equal(t, 8, z.Size())
+	_, err = u.NewZone("more", 1)
+	assert.ErrorIs(t, err, ErrUMEMTooSmall)
+}
+
+// TestAttachBadInput: every misconfiguration is a typed error, and nothing
+// (socket, program, map, fd, goroutine) is left behind by the failures.
+func TestAttachBadInput(t *testing.T) {
+	needAFXDP(t)
+	rig := newRig(t, RigConfig{})
+	p := rig.Pairs[0]
+	before := snapshot(t, rig)
+	cases := []struct {
+		name string
+		cfg  Config
+		want error
+	}{
+		{"missing interface", Config{Interface: "nosuch0"}, ErrNoInterface},
+		{"empty interface", Config{}, ErrNoInterface},
+		{"queue out of range", Config{Interface: p.A, QueueIDs: []int{1}}, ErrQueueID},
+		{"negative queue", Config{Interface: p.A, QueueIDs: []int{-1}}, ErrQueueID},
+		{"repeated queue", Config{Interface: p.A, QueueIDs: []int{0, 0}}, ErrQueueID},
+		{"ring not a power of two", Config{Interface: p.A, NRxd: 1000}, ErrConfig},
+		{"ring too small", Config{Interface: p.A, NTxd: 16}, ErrConfig},
+		{"bad XDP mode", Config{Interface: p.A, XDPMode: 7}, ErrConfig},
+		{"bad namespace", Config{Interface: p.A, NetNS: "/nonexistent/ns"}, ErrConfig},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.cfg.NetNS == "" {
+				c.cfg.NetNS = rig.NetNSPath()
+			}
+			d, err := Attach(c.cfg, iflib.Attachment{})
+			require.Error(t, err)
+			assert.Nil(t, d)
+			assert.ErrorIs(t, err, c.want)
+		})
+	}
+	t.Run("UMEM too small", func(t *testing.T) {
+		u, err := NewUMEM(UMEMConfig{Frames: 64})
+		require.NoError(t, err)
+		_, err = Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 256}, iflib.Attachment{})
+		assert.ErrorIs(t, err, ErrUMEMTooSmall)
+		require.NoError(t, u.Close(), "a failed Attach must release the UMEM")
+	})
+	t.Run("MTU larger than a frame", func(t *testing.T) {
+		require.NoError(t, rig.Netlink().LinkSetMTU(mustLink(t, rig, p.A), 2000))
+		defer func() { require.NoError(t, rig.Netlink().LinkSetMTU(mustLink(t, rig, p.A), 1500)) }()
+		u, err := NewUMEM(UMEMConfig{FrameSize: 2048, Frames: 4096})
+		require.NoError(t, err)
+		defer u.Close()
+		_, err = Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u}, iflib.Attachment{})
+		assert.ErrorIs(t, err, ErrFrameTooBig)
+	})
+	t.Run("zero-copy on veth", func(t *testing.T) {
+		d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), Bind: BindZeroCopy, NRxd: 64, NTxd: 64}, iflib.Attachment{})
+		require.NoError(t, err)
+		err = d.Context().Init()
+		assert.ErrorIs(t, err, ErrZeroCopy)
+		assertClean(t, rig, p.A)
+		require.NoError(t, d.Context().Detach())
+	})
+	t.Run("UMEM busy", func(t *testing.T) {
+		u, err := NewUMEM(UMEMConfig{Frames: 2048})
+		require.NoError(t, err)
+		d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 64, NTxd: 64}, iflib.Attachment{})
+		require.NoError(t, err)
+		assert.ErrorIs(t, u.Close(), ErrBusy)
+		require.NoError(t, d.Context().Detach())
+		require.NoError(t, u.Close())
+	})
+	before.requireSame(t, rig)
+}
+
+func mustLink(t *testing.T, rig *Rig, name string) netlinkLink {
+	l, err := rig.Netlink().LinkByName(name)
+	require.NoError(t, err)
+	return l
+}

@@ -1,0 +1,89 @@
+package afxdp
+
+import (
+	"fmt"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// Implementation constants: the defaults of Config.
+const (
+	DefaultNRxd = 1024 // RX descriptors per queue (iflib's nrxd; the RX ring has as many)
+	DefaultNTxd = 1024 // TX descriptors per queue (iflib's ntxd)
+	// MinRingSize and MaxRingSize bound NRxd and NTxd: iflib's clamps for
+	// this driver. The kernel takes any power of two for its rings.
+	MinRingSize = 64
+	MaxRingSize = 16384
+)
+
+// Config configures Attach. Only Interface is required.
+type Config struct {
+	// Interface is the network interface to drive.
+	Interface string
+	// NetNS is the path of the network namespace the interface lives in
+	// (e.g. /run/netns/x, /proc/PID/fd/N); "" means the caller's.
+	NetNS string
+	// QueueIDs are the interface's queues to bind, one iflib queue pair
+	// (one AF_XDP socket) each, in iflib queue order. Default {0}.
+	QueueIDs []int
+	// UMEM is the packet memory. nil: Attach maps one just big enough for
+	// the RX free lists, and Detach unmaps it. Give one to share it with
+	// other drivers (forwarding without a copy) or to carve a TX zone.
+	UMEM *UMEM
+	// XDPMode is where the redirect program runs. Default XDPNative.
+	XDPMode XDPMode
+	// Bind chooses copy or zero-copy. Default BindAuto.
+	Bind BindMode
+	// NRxd and NTxd are the descriptors per RX and TX queue: iflib's ring
+	// sizes and the kernel's RX and completion rings. Powers of two in
+	// [MinRingSize, MaxRingSize]; default DefaultNRxd, DefaultNTxd. The
+	// fill ring and the TX ring get twice as many (see Driver).
+	NRxd, NTxd int
+	// Checker, when set, puts busdma's checker on the driver's bus device
+	// and mirrors the kernel's accesses to the UMEM into it: each received
+	// frame is a device write at its bus address, each sent frame a device
+	// read, so a frame the kernel fills outside a current mapping (a stale
+	// ifsd_ba) or sends without PREWRITE is reported. It copies every frame
+	// once more: for tests.
+	Checker *busdma.Checker
+	// Logf receives the driver's rare notices (the zero-copy fallback).
+	// nil: silent.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) resolve() error {
+	if c.Interface == "" {
+		return fmt.Errorf("%w: empty interface name", ErrNoInterface)
+	}
+	if len(c.QueueIDs) == 0 {
+		c.QueueIDs = []int{0}
+	}
+	seen := map[int]bool{}
+	for _, q := range c.QueueIDs {
+		if q < 0 || seen[q] {
+			return fmt.Errorf("%w: %v (negative or repeated)", ErrQueueID, c.QueueIDs)
+		}
+		seen[q] = true
+	}
+	if c.NRxd == 0 {
+		c.NRxd = DefaultNRxd
+	}
+	if c.NTxd == 0 {
+		c.NTxd = DefaultNTxd
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"NRxd", c.NRxd}, {"NTxd", c.NTxd}} {
+		if v.n < MinRingSize || v.n > MaxRingSize || v.n&(v.n-1) != 0 {
+			return fmt.Errorf("%w: %s = %d: want a power of two in [%d, %d]", ErrConfig, v.name, v.n, MinRingSize, MaxRingSize)
+		}
+	}
+	if c.XDPMode != XDPNative && c.XDPMode != XDPGeneric {
+		return fmt.Errorf("%w: XDPMode %d", ErrConfig, c.XDPMode)
+	}
+	if c.Bind < BindAuto || c.Bind > BindZeroCopy {
+		return fmt.Errorf("%w: Bind %d", ErrConfig, c.Bind)
+	}
+	return nil
+}

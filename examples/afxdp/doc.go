@@ -1,0 +1,36 @@
+// Package afxdp is an iflib driver over Linux AF_XDP sockets: the first
+// goiflib driver whose "hardware" is not simulated. An AF_XDP socket is a
+// set of descriptor rings shared with the kernel over a packet memory area
+// (the UMEM), and iflib's driver contract maps onto it directly:
+//
+//	iflib (FreeBSD)          AF_XDP
+//	ift_rxd_refill/flush     fill ring        (free frames by UMEM offset)
+//	ift_rxd_available/get    RX ring          (received frame: offset, length)
+//	ift_txd_encap/flush      TX ring + sendto (frame to send, doorbell)
+//	ift_txd_credits_update   completion ring  (sent frames come back)
+//	bus address (ifsd_ba)    UMEM offset      (busdma.IdentitySpace)
+//
+// The UMEM is the DMA memory: iflib carves its RX free lists' zones from
+// it, a program carves its TX zone from it (UMEM.NewZone), and because a
+// bus address is an offset that never changes, iflib's reuse of a
+// cluster's stored bus address (ifsd_ba, review D17901) is exactly right.
+// Two drivers on one UMEM forward without copying: a packet received on one
+// is transmitted on the other by the same offset.
+//
+// An XDP program of five instructions, built with cilium/ebpf's asm package
+// (no clang), redirects each queue's frames to its socket through an
+// XSKMAP; it is attached (native or generic mode, as a bpf_link) at Init
+// and removed at Stop, Detach and on every error path.
+//
+// The package also carries the test rig (Rig: veth pairs in a private
+// network namespace, raw sockets on the peer ends), a hand-written AF_XDP
+// forwarding loop over the same rings without iflib (the baseline), and
+// RunForward, which measures both side by side.
+//
+// Limits: receive is single-buffer (the MTU must fit in one frame after
+// XDP_PACKET_HEADROOM; iflib's if_rxd_frag has no per-fragment offset, and
+// every AF_XDP multi-buffer fragment starts 256 bytes into its frame), and
+// transmit is one frame per packet (larger packets are refused by iflib
+// with ErrTooBig). Everything needs Linux and root; Available says why it
+// cannot run elsewhere.
+package afxdp

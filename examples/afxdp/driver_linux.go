@@ -1,0 +1,409 @@
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Driver is the iflib driver of one interface over AF_XDP: the IFDI
+// methods (iflib.Device) and the if_txrx table (iflib.TxRx), one queue
+// pair per configured queue id, each an AF_XDP socket with its four rings.
+//
+//	iflib refill   ─ RxdRefill/RxdFlush ──▶ fill ring        (free frames, by UMEM offset = ifsd_ba)
+//	iflib rxeof    ◀ RxdAvailable/PktGet ─ RX ring           (frame at offset+256, length)
+//	iflib encap    ─ TxdEncap/TxdFlush ───▶ TX ring + sendto (when the kernel asks: needs_wakeup)
+//	iflib reclaim  ◀ TxdCreditsUpdate ──── completion ring   (one credit per sent descriptor)
+//	iflib interrupts ◀ poll(2) on the socket (RX), the completion ring after a kick (TX)
+//
+// Ring sizes: the RX ring and the completion ring have nrxd and ntxd
+// entries, which bounds what the kernel can ever have in them (at most
+// nrxd-1 frames posted, ntxd-2 descriptors in use). The fill and TX rings
+// have twice as many, because the kernel publishes its consumer index of
+// those lazily (after a batch): a slot it has already consumed, and whose
+// frame may already be back with us, can still look taken.
+//
+// Lifecycle: the kernel objects — sockets, the XSKMAP, the program and
+// its bpf_link — exist only between Init and Stop (IFDI_INIT, IFDI_STOP),
+// and every error path of Init removes what it made. Attach holds only the
+// namespace, a netlink handle and the UMEM; Detach releases them.
+type Driver struct {
+	cfg     Config
+	ns      netNS
+	nl      *netlink.Handle
+	umem    *UMEM
+	ownUMEM bool
+	bus     *busdma.Device
+	ctx     *iflib.Context
+	ifindex int
+	mtu     int
+
+	q []*queue
+
+	// Kernel objects between Init and Stop (IFDI lifecycle, serialized by
+	// iflib's CTX_LOCK).
+	prog *xdpRedirect
+	mon  *linkMonitor
+
+	mu      sync.Mutex // guards the sockets' replacement (q[i].s) and base against Stats
+	base    Stats      // guarded by mu: counters of sockets closed by earlier Stops
+	zc      atomic.Bool
+	release sync.Once
+}
+
+var (
+	_ iflib.Device             = (*Driver)(nil)
+	_ iflib.TxRx               = (*Driver)(nil)
+	_ iflib.QueueIntrEnabler   = (*Driver)(nil)
+	_ iflib.AdminStatusUpdater = (*Driver)(nil)
+)
+
+// Shared is the driver's if_shared_ctx for a UMEM frame size: one
+// descriptor ring per queue set and one free list, single-frame packets
+// (TxMaxSize = RxMaxSize = the frame size, one segment).
+func Shared(frameSize int) *iflib.SharedCtx {
+	s := &iflib.SharedCtx{
+		DriverName:    "afxdp",
+		DriverVersion: "1.0.0",
+		QAlign:        64,
+		TxMaxSize:     frameSize,
+		TxMaxSegSize:  frameSize,
+		RxMaxSize:     frameSize,
+		RxMaxSegSize:  frameSize,
+		RxNSegments:   1,
+		NTxQs:         1,
+		NRxQs:         1,
+		NFL:           1,
+	}
+	s.NTxdMin[0], s.NTxdMax[0], s.NTxdDefault[0] = MinRingSize, MaxRingSize, DefaultNTxd
+	s.NRxdMin[0], s.NRxdMax[0], s.NRxdDefault[0] = MinRingSize, MaxRingSize, DefaultNRxd
+	return s
+}
+
+// Attach checks the interface and registers the driver with iflib. The
+// attachment's Driver, Shared and Bus are filled in here; the rest (Input,
+// Config, filters) comes from a, except the ring sizes, which come from
+// cfg. A zero a.Config.CopyThresh becomes iflib.RxCopyThresh +
+// PacketHeadroom: iflib's copy threshold counts the pad in front of the
+// frame, and every AF_XDP frame has XDP_PACKET_HEADROOM of it. Errors: ErrNoInterface,
+// ErrQueueID, ErrFrameTooBig, ErrUMEMTooSmall, ErrConfig, or an iflib
+// *ConfigError.
+func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
+	if err := cfg.resolve(); err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg}
+	ok := false
+	defer func() {
+		if !ok {
+			d.releaseAttach()
+		}
+	}()
+	var err error
+	if d.ns, err = openNetNS(cfg.NetNS); err != nil {
+		return nil, err
+	}
+	if d.ns.isSet() {
+		d.nl, err = netlink.NewHandleAt(d.ns.h)
+	} else {
+		d.nl, err = netlink.NewHandle()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("afxdp: netlink: %w", err)
+	}
+	l, err := d.nl.LinkByName(cfg.Interface)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("%w: %q: %w", ErrNoInterface, cfg.Interface, err)
+		}
+		return nil, fmt.Errorf("afxdp: look up %q: %w", cfg.Interface, err)
+	}
+	at := l.Attrs()
+	d.ifindex, d.mtu = at.Index, at.MTU
+	nq := min(at.NumRxQueues, at.NumTxQueues)
+	for _, q := range cfg.QueueIDs {
+		if nq > 0 && q >= nq {
+			return nil, fmt.Errorf("%w: queue %d of %s, which has %d RX and %d TX queues",
+				ErrQueueID, q, cfg.Interface, at.NumRxQueues, at.NumTxQueues)
+		}
+	}
+
+	d.umem = cfg.UMEM
+	zone := a.Config.RxZoneSize
+	if zone == 0 {
+		zone = 2*cfg.NRxd + 1024 // iflib's default free-list zone
+	}
+	if d.umem == nil {
+		frames := len(cfg.QueueIDs)*zone + ringShadowFrames(cfg, DefaultFrameSize)
+		if d.umem, err = NewUMEM(UMEMConfig{Frames: frames}); err != nil {
+			return nil, err
+		}
+		d.ownUMEM = true
+	}
+	if err := d.umem.acquire(); err != nil {
+		d.umem = nil
+		return nil, err
+	}
+	fs := d.umem.FrameSize()
+	if need := d.mtu + ethHdrLen; need > fs-PacketHeadroom {
+		return nil, fmt.Errorf("%w: MTU %d of %s needs %d bytes, a %d-byte frame holds %d after XDP_PACKET_HEADROOM (multi-buffer receive is not supported)",
+			ErrFrameTooBig, d.mtu, cfg.Interface, need, fs, fs-PacketHeadroom)
+	}
+	if d.bus, err = busdma.NewDevice(d.umem.Space(), busdma.DeviceConfig{Name: cfg.Interface, Checker: cfg.Checker}); err != nil {
+		return nil, err
+	}
+
+	d.q = make([]*queue, len(cfg.QueueIDs))
+	for i, qid := range cfg.QueueIDs {
+		d.q[i] = newQueue(d, i, qid)
+	}
+	a.Driver = d
+	a.Shared = Shared(fs)
+	a.Bus = d.bus
+	a.Config.OverrideNTxds[0] = cfg.NTxd
+	a.Config.OverrideNRxds[0] = cfg.NRxd
+	if a.Config.CopyThresh == 0 {
+		// iflib compares IFLIB_RX_COPY_THRESH with irf_len, which here
+		// includes the XDP_PACKET_HEADROOM pad (iri_pad): without this no
+		// frame would ever be small enough to copy.
+		a.Config.CopyThresh = iflib.RxCopyThresh + PacketHeadroom
+	}
+	ctx, err := iflib.Register(a)
+	if err != nil {
+		if errors.Is(err, busdma.ErrNoMem) {
+			return nil, fmt.Errorf("%w: %d frames of %d bytes for %d queues of %d RX descriptors (free-list zones of %d frames each): %w",
+				ErrUMEMTooSmall, d.umem.Frames(), fs, len(cfg.QueueIDs), cfg.NRxd, zone, err)
+		}
+		return nil, err
+	}
+	d.ctx = ctx
+	ok = true
+	return d, nil
+}
+
+// ethHdrLen is ETHER_HDR_LEN: the MTU excludes the Ethernet header.
+const ethHdrLen = 14
+
+// ringShadowFrames is the UMEM iflib takes for its descriptor-ring memory
+// (this driver's rings are the kernel's; iflib's copies stay unused).
+func ringShadowFrames(cfg Config, fs int) int {
+	per := (cfg.NRxd*8+fs-1)/fs + (cfg.NTxd*16+fs-1)/fs + 2
+	return len(cfg.QueueIDs) * per
+}
+
+// releaseAttach undoes Attach (IFDI_DETACH, or a failed Attach). It runs
+// once.
+func (d *Driver) releaseAttach() error {
+	var err error
+	d.release.Do(func() {
+		if d.bus != nil {
+			err = d.bus.Close()
+		}
+		if d.umem != nil {
+			d.umem.release()
+			if d.ownUMEM {
+				err = errors.Join(err, d.umem.Close())
+			}
+		}
+		if d.nl != nil {
+			d.nl.Close()
+		}
+		d.ns.close()
+	})
+	return err
+}
+
+// Context returns the iflib context.
+func (d *Driver) Context() *iflib.Context { return d.ctx }
+
+// UMEM returns the packet memory.
+func (d *Driver) UMEM() *UMEM { return d.umem }
+
+// Bus returns the driver's busdma device (on the UMEM's space).
+func (d *Driver) Bus() *busdma.Device { return d.bus }
+
+// IfIndex is the interface index in its namespace.
+func (d *Driver) IfIndex() int { return d.ifindex }
+
+// ZeroCopy reports whether the sockets of the last Init bound with
+// XDP_ZEROCOPY.
+func (d *Driver) ZeroCopy() bool { return d.zc.Load() }
+
+// AttachPre is IFDI_ATTACH_PRE: fill the softc context.
+func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
+	n := len(d.q)
+	sc.NTxQSetsMax, sc.NRxQSetsMax = n, n
+	sc.TxdSize[0], sc.RxdSize[0] = 16, 8 // sizeof(struct xdp_desc), a fill-ring entry
+	sc.TxQSizes[0] = sc.NTxd[0] * sc.TxdSize[0]
+	sc.RxQSizes[0] = sc.NRxd[0] * sc.RxdSize[0]
+	sc.TxNSegments = 1
+	sc.RxdBufSize[0] = d.umem.FrameSize()
+	sc.MaxFrameSize = d.mtu + ethHdrLen
+	sc.TxRx = d
+	return nil
+}
+
+// TxQueuesAlloc is IFDI_TX_QUEUES_ALLOC. iflib's ring memory is not used:
+// the descriptor rings are the kernel's, mapped at Init.
+func (d *Driver) TxQueuesAlloc(rings []iflib.RingMem, ntxqs, ntxqsets int) error {
+	if ntxqs != 1 || ntxqsets != len(d.q) {
+		return fmt.Errorf("afxdp: %d TX rings in %d sets, want 1 in %d", ntxqs, ntxqsets, len(d.q))
+	}
+	return nil
+}
+
+// RxQueuesAlloc is IFDI_RX_QUEUES_ALLOC.
+func (d *Driver) RxQueuesAlloc(rings []iflib.RingMem, nrxqs, nrxqsets int) error {
+	if nrxqs != 1 || nrxqsets != len(d.q) {
+		return fmt.Errorf("afxdp: %d RX rings in %d sets, want 1 in %d", nrxqs, nrxqsets, len(d.q))
+	}
+	return nil
+}
+
+// Init is IFDI_INIT: load the redirect program and its XSKMAP, open and
+// bind one socket per queue, put them in the map, attach the program,
+// start the interrupt pollers and the link monitor. On any error
+// everything made so far is removed.
+func (d *Driver) Init(ctx *iflib.Context) (err error) {
+	sc := ctx.Softc()
+	nrxd, ntxd := uint32(sc.NRxd[0]), uint32(sc.NTxd[0])
+	sizes := ringSizes{fill: 2 * nrxd, comp: ntxd, rx: nrxd, tx: 2 * ntxd}
+	defer func() {
+		if err != nil {
+			d.teardown()
+		}
+	}()
+	maxq := 0
+	for _, q := range d.q {
+		maxq = max(maxq, q.qid+1)
+	}
+	if d.prog, err = loadRedirect(maxq); err != nil {
+		return err
+	}
+	zc := true
+	d.mu.Lock()
+	err = d.ns.do(func() error {
+		for _, q := range d.q {
+			s, err := newSocket(d.umem, sizes)
+			if err != nil {
+				return err
+			}
+			q.s = s
+			if err := s.bind(d.ifindex, q.qid, d.cfg.Bind, d.cfg.Logf); err != nil {
+				return err
+			}
+			zc = zc && s.zeroCopy
+			if err := d.prog.set(q.qid, s.fd); err != nil {
+				return err
+			}
+		}
+		return d.prog.attach(d.ifindex, d.cfg.XDPMode)
+	})
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	d.zc.Store(zc)
+	for _, q := range d.q {
+		q.start(ctx)
+	}
+	if d.mon, err = startLinkMonitor(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// teardown removes the kernel objects in the safe order: the program
+// first (no new frames are redirected), then the pollers (no goroutine is
+// inside a syscall on a socket), then the sockets, then the map.
+func (d *Driver) teardown() {
+	if d.mon != nil {
+		d.mon.stop()
+		d.mon = nil
+	}
+	if d.prog != nil && d.prog.lnk != nil {
+		_ = d.prog.lnk.Close()
+		d.prog.lnk = nil
+	}
+	for _, q := range d.q {
+		q.stop()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, q := range d.q {
+		if q.s != nil {
+			st, _ := q.s.stats()
+			d.base.addXDP(st)
+			q.s.close()
+			q.s = nil
+		}
+	}
+	if d.prog != nil {
+		_ = d.prog.close()
+		d.prog = nil
+	}
+}
+
+// Stop is IFDI_STOP: after it the kernel touches no descriptor and no
+// frame of this driver, and no socket, program or map of it exists.
+func (d *Driver) Stop(ctx *iflib.Context) {
+	d.teardown()
+	ctx.LinkStateChange(iflib.LinkStateDown, 0)
+}
+
+// Detach is IFDI_DETACH: release what Attach took. A busdma map still
+// loaded on the bus device is reported (busdma.ErrLeak).
+func (d *Driver) Detach(ctx *iflib.Context) error {
+	d.teardown()
+	return d.releaseAttach()
+}
+
+// IntrEnable is IFDI_INTR_ENABLE.
+func (d *Driver) IntrEnable(ctx *iflib.Context) {
+	for _, q := range d.q {
+		q.armRx()
+		q.txArmed.Store(true)
+	}
+}
+
+// IntrDisable is IFDI_INTR_DISABLE.
+func (d *Driver) IntrDisable(ctx *iflib.Context) {
+	for _, q := range d.q {
+		q.rxArmed.Store(false)
+		q.txArmed.Store(false)
+	}
+}
+
+// RxQueueIntrEnable is IFDI_RX_QUEUE_INTR_ENABLE: arm the queue's poller.
+func (d *Driver) RxQueueIntrEnable(ctx *iflib.Context, qid int) error {
+	d.q[qid].armRx()
+	return nil
+}
+
+// TxQueueIntrEnable is IFDI_TX_QUEUE_INTR_ENABLE: the next kick that finds
+// completions raises a TX interrupt; a TX ring the kernel left unsent
+// (back-pressure) is kicked again here.
+func (d *Driver) TxQueueIntrEnable(ctx *iflib.Context, qid int) error {
+	q := d.q[qid]
+	q.txArmed.Store(true)
+	q.retryTx()
+	return nil
+}
+
+// UpdateAdminStatus is IFDI_UPDATE_ADMIN_STATUS: read the interface's
+// operational state.
+func (d *Driver) UpdateAdminStatus(ctx *iflib.Context) {
+	l, err := d.nl.LinkByIndex(d.ifindex)
+	if err != nil {
+		ctx.LinkStateChange(iflib.LinkStateDown, 0)
+		return
+	}
+	ctx.LinkStateChange(linkState(l.Attrs()), 0)
+}

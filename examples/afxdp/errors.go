@@ -1,0 +1,38 @@
+package afxdp
+
+import "errors"
+
+// Sentinel errors. Cold paths wrap them with detail (test with errors.Is);
+// the data path returns none of them.
+var (
+	// ErrUnavailable: AF_XDP cannot run here (not Linux, no AF_XDP in the
+	// kernel, no CAP_NET_ADMIN/CAP_BPF, no bpf(2)). The wrapped error says
+	// which, with the errno.
+	ErrUnavailable = errors.New("afxdp: AF_XDP unavailable")
+	// ErrNoInterface: the configured interface does not exist (in the
+	// configured network namespace).
+	ErrNoInterface = errors.New("afxdp: no such interface")
+	// ErrQueueID: a queue id is negative, repeated, or not below the
+	// interface's number of RX (or TX) queues.
+	ErrQueueID = errors.New("afxdp: queue id out of range")
+	// ErrFrameSize: the UMEM frame size (chunk_size of XDP_UMEM_REG) is not
+	// a power of two between XDP_UMEM_MIN_CHUNK_SIZE (2048) and the page
+	// size, as aligned-chunk mode requires.
+	ErrFrameSize = errors.New("afxdp: UMEM frame size must be a power of two in [2048, page size]")
+	// ErrUMEMTooSmall: the UMEM has too few frames for what was asked of it
+	// (the RX free lists' zones, a TX zone, the descriptor-ring shadows).
+	ErrUMEMTooSmall = errors.New("afxdp: UMEM too small")
+	// ErrFrameTooBig: the interface's MTU does not fit in one UMEM frame
+	// after XDP_PACKET_HEADROOM, and this driver does not take multi-buffer
+	// (XDP_PKT_CONTD) receives; or a transmit segment would cross a frame.
+	ErrFrameTooBig = errors.New("afxdp: frame larger than one UMEM frame")
+	// ErrZeroCopy: XDP_ZEROCOPY was required but the driver of the
+	// interface has no zero-copy support (EOPNOTSUPP from bind).
+	ErrZeroCopy = errors.New("afxdp: zero-copy not supported by the interface's driver")
+	// ErrConfig: an invalid Config field (ring sizes, modes).
+	ErrConfig = errors.New("afxdp: invalid configuration")
+	// ErrClosed: the UMEM was closed, or is still in use by a driver.
+	ErrClosed = errors.New("afxdp: UMEM closed")
+	// ErrBusy: the UMEM still backs an attached driver.
+	ErrBusy = errors.New("afxdp: UMEM in use")
+)

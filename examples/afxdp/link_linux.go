@@ -1,0 +1,64 @@
+package afxdp
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// linkState maps an interface's operational state (IFLA_OPERSTATE, RFC 2863)
+// to iflib's: up when the kernel says the link can pass packets (for veth:
+// both ends up).
+func linkState(a *netlink.LinkAttrs) iflib.LinkState {
+	switch a.OperState {
+	case netlink.OperUp:
+		return iflib.LinkStateUp
+	case netlink.OperUnknown:
+		if a.Flags&net.FlagUp != 0 && a.RawFlags&0x40 != 0 { // IFF_RUNNING
+			return iflib.LinkStateUp
+		}
+	}
+	return iflib.LinkStateDown
+}
+
+// linkMonitor follows RTM_NEWLINK notifications for the driver's interface
+// and reports its state to iflib (iflib_link_state_change). It runs from
+// Init to Stop.
+type linkMonitor struct {
+	done   chan struct{}
+	exited chan struct{}
+}
+
+func startLinkMonitor(d *Driver) (*linkMonitor, error) {
+	ch := make(chan netlink.LinkUpdate, 16)
+	done := make(chan struct{})
+	opts := netlink.LinkSubscribeOptions{ErrorCallback: func(error) {}}
+	if d.ns.isSet() {
+		h := d.ns.h
+		opts.Namespace = &h
+	}
+	if err := netlink.LinkSubscribeWithOptions(ch, done, opts); err != nil {
+		close(done)
+		return nil, fmt.Errorf("afxdp: subscribe to link changes: %w", err)
+	}
+	m := &linkMonitor{done: done, exited: make(chan struct{})}
+	go func() {
+		defer close(m.exited)
+		// netlink closes ch when its socket is closed (after done).
+		for u := range ch {
+			if a := u.Attrs(); a != nil && a.Index == d.ifindex {
+				d.ctx.LinkStateChange(linkState(a), 0)
+			}
+		}
+	}()
+	return m, nil
+}
+
+// stop ends the subscription and waits until its goroutines are gone.
+func (m *linkMonitor) stop() {
+	close(m.done)
+	<-m.exited
+}

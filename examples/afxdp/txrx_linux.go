@@ -1,0 +1,197 @@
+package afxdp
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// errBadDesc is EBADMSG from RxdPktGet: the kernel returned a frame the
+// driver never posted, or one that does not fit its frame. iflib counts it
+// and resets the queue.
+var errBadDesc = errors.New("afxdp: RX descriptor names no posted frame (EBADMSG)")
+
+// errSegCrossesFrame is a TX segment that crosses a UMEM frame: the kernel
+// would reject the descriptor (xp_aligned_validate_desc) without a
+// completion, so the driver refuses it first. Only packets from zones that
+// are not UMEM.NewZone's can do that.
+var errSegCrossesFrame = errors.New("afxdp: TX segment crosses a UMEM frame boundary")
+
+// errNotBound is TxdEncap on a stopped queue (iflib never does it).
+var errNotBound = errors.New("afxdp: queue has no socket")
+
+// TxdEncap is ift_txd_encap: one xdp_desc per packet, written straight
+// into the kernel's TX ring; published by TxdFlush.
+func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
+	q := d.q[pi.QSIdx]
+	s := q.s
+	if s == nil {
+		return errNotBound
+	}
+	if pi.NSegs != 1 {
+		return iflib.ErrEncapTooBig // one descriptor per packet: iflib defrags
+	}
+	seg := pi.Segs[0]
+	off := uint64(seg.Addr)
+	fm := uint64(d.umem.frameSize - 1)
+	if seg.Len <= 0 || (off&fm)+uint64(seg.Len) > fm+1 || off+uint64(seg.Len) > uint64(len(d.umem.mem)) {
+		return errSegCrossesFrame
+	}
+	if s.tx.free(1) == 0 {
+		// Cannot happen while the TX ring is twice ntxd (see Driver); if it
+		// did, dropping is safer than overwriting.
+		q.st.txRingFull.Add(1)
+		return iflib.ErrNoBufs
+	}
+	desc := s.tx.desc(s.tx.cachedProd)
+	desc.Addr, desc.Len, desc.Options = off, uint32(seg.Len), 0
+	s.tx.cachedProd++
+	pi.NewPIdx = (pi.PIdx + 1) & (q.ntxd - 1)
+	return nil
+}
+
+// TxdFlush is ift_txd_flush: publish the TX ring's producer (the doorbell)
+// and, if the kernel asks (XDP_RING_NEED_WAKEUP; always in copy mode,
+// where it transmits only inside the syscall), kick it with sendto. In
+// copy mode one sendto sends at most XDP_MAX_TX_SKB_BUDGET frames, so it
+// kicks while the kernel makes progress.
+func (d *Driver) TxdFlush(qid int, pidx int) {
+	q := d.q[qid]
+	s := q.s
+	if s == nil {
+		return
+	}
+	if d.bus.Checker() != nil {
+		q.checkTx()
+	}
+	s.tx.publish()
+	q.st.doorbells.Add(1)
+	q.kickTxLoop()
+	if q.txArmed.Load() && s.comp.producer.Load() != s.comp.cachedCons && q.txArmed.CompareAndSwap(true, false) {
+		// The TX interrupt: completions are there to reclaim.
+		q.st.txIntrs.Add(1)
+		d.ctx.TxIntr(qid)
+	}
+}
+
+// TxdCreditsUpdate is ift_txd_credits_update: completion-ring entries are
+// the credits, one per sent descriptor. clear=false only compares the
+// kernel's producer with the published consumer (both atomics), so it is
+// safe beside the consumer.
+func (d *Driver) TxdCreditsUpdate(qid int, clear bool) int {
+	q := d.q[qid]
+	s := q.s
+	if s == nil {
+		return 0
+	}
+	if !clear {
+		if s.comp.producer.Load() != s.comp.consumer.Load() {
+			return 1
+		}
+		return 0
+	}
+	n := s.comp.peekAvail()
+	if n == 0 {
+		return 0
+	}
+	s.comp.cachedCons += n
+	s.comp.release()
+	return int(n)
+}
+
+// RxdAvailable is ift_rxd_available: RX-ring entries ready, to about
+// budget (each is one packet: no multi-buffer receive). When it finds none
+// it gives the consumed slots back to the kernel.
+func (d *Driver) RxdAvailable(qid int, cidx int, budget int) int {
+	s := d.q[qid].s
+	if s == nil {
+		return 0
+	}
+	n := s.rx.cachedProd - s.rx.cachedCons
+	if int(n) < budget {
+		n = s.rx.peekAvail()
+	}
+	if n == 0 {
+		s.rx.release()
+	}
+	return min(int(n), budget)
+}
+
+// RxdPktGet is ift_rxd_pkt_get: the frame at the RX ring's consumer. Its
+// UMEM offset names the free-list slot iflib posted it from; the data
+// starts XDP_PACKET_HEADROOM (in general: offset mod frame size) into the
+// cluster, which iflib takes as iri_pad.
+func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
+	q := d.q[ri.QSIdx]
+	s := q.s
+	if s == nil {
+		return errNotBound
+	}
+	desc := s.rx.desc(s.rx.cachedCons)
+	addr, n, opts := desc.Addr, int(desc.Len), desc.Options
+	s.rx.cachedCons++
+	frame := addr >> d.umem.frameShift
+	pad := int(addr & uint64(d.umem.frameSize-1))
+	if frame >= uint64(len(q.slotOf)) || q.slotOf[frame] < 0 || pad+n > d.umem.frameSize || n == 0 || opts&unix.XDP_PKT_CONTD != 0 {
+		q.st.badDescs.Add(1)
+		return errBadDesc
+	}
+	slot := q.slotOf[frame]
+	q.slotOf[frame] = -1
+	if d.bus.Checker() != nil {
+		// Mirror the kernel's write into busdma: it must land in a current
+		// mapping of this device (the slot's, by its ifsd_ba).
+		_ = d.bus.Write(busdma.BusAddr(addr), d.umem.mem[addr:addr+uint64(n)])
+	}
+	ri.Frags[0] = iflib.RxdFrag{FLID: 0, Idx: uint16(slot), Len: uint16(pad + n)}
+	ri.NFrags = 1
+	ri.Len = pad + n
+	ri.Pad = pad
+	// Forwarded packets keep their queue: the TX queue is chosen by flow id.
+	ri.FlowID, ri.RSSType = uint32(ri.QSIdx), iflib.HashOpaque
+	return nil
+}
+
+// RxdRefill is ift_rxd_refill: the buffers' bus addresses (UMEM offsets of
+// whole frames, the stored ifsd_ba of reused clusters) go into the fill
+// ring; the driver remembers which slot each frame came from.
+func (d *Driver) RxdRefill(iru *iflib.RxdUpdate) {
+	q := d.q[iru.QSIdx]
+	s := q.s
+	if s == nil {
+		return
+	}
+	for i := 0; i < iru.Count; i++ {
+		a := uint64(iru.PAddrs[i])
+		q.slotOf[a>>d.umem.frameShift] = int32(iru.Idxs[i])
+		if len(q.fillBacklog) == 0 && s.fill.free(1) > 0 {
+			*s.fill.addr(s.fill.cachedProd) = a
+			s.fill.cachedProd++
+			continue
+		}
+		// The kernel has not published its consumer yet (see Driver):
+		// keep the frame for the next flush.
+		q.fillBacklog = append(q.fillBacklog, a)
+		q.st.fillDeferred.Add(1)
+	}
+}
+
+// RxdFlush is ift_rxd_flush: give the consumed RX slots back, publish the
+// fill ring, and wake the kernel if it asks (zero-copy drivers only).
+func (d *Driver) RxdFlush(qid int, flid int, pidx int) {
+	q := d.q[qid]
+	s := q.s
+	if s == nil {
+		return
+	}
+	s.rx.release()
+	q.pushFillBacklog()
+	s.fill.publish()
+	if s.fill.needWakeup() {
+		q.st.rxKicks.Add(1)
+		s.kickRx()
+	}
+}
