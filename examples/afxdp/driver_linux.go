@@ -89,9 +89,7 @@ func Shared(frameSize int) *iflib.SharedCtx {
 // Attach checks the interface and registers the driver with iflib. The
 // attachment's Driver, Shared and Bus are filled in here; the rest (Input,
 // Config, filters) comes from a, except the ring sizes, which come from
-// cfg. A zero a.Config.CopyThresh becomes iflib.RxCopyThresh +
-// PacketHeadroom: iflib's copy threshold counts the pad in front of the
-// frame, and every AF_XDP frame has XDP_PACKET_HEADROOM of it. Errors: ErrNoInterface,
+// cfg. Errors: ErrNoInterface,
 // ErrQueueID, ErrFrameTooBig, ErrUMEMTooSmall, ErrConfig, or an iflib
 // *ConfigError.
 func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
@@ -169,12 +167,6 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	a.Bus = d.bus
 	a.Config.OverrideNTxds[0] = cfg.NTxd
 	a.Config.OverrideNRxds[0] = cfg.NRxd
-	if a.Config.CopyThresh == 0 {
-		// iflib compares IFLIB_RX_COPY_THRESH with irf_len, which here
-		// includes the XDP_PACKET_HEADROOM pad (iri_pad): without this no
-		// frame would ever be small enough to copy.
-		a.Config.CopyThresh = iflib.RxCopyThresh + PacketHeadroom
-	}
 	ctx, err := iflib.Register(a)
 	if err != nil {
 		if errors.Is(err, busdma.ErrNoMem) {

@@ -90,17 +90,6 @@ func (r *ring) free(want uint32) uint32 {
 	return r.cachedCons - r.cachedProd
 }
 
-// avail is xsk_cons_nb_avail: entries ready, re-reading the kernel's
-// producer only when the cache is empty.
-func (r *ring) avail() uint32 {
-	n := r.cachedProd - r.cachedCons
-	if n == 0 {
-		r.cachedProd = r.producer.Load() // acquire: the descriptors before it
-		n = r.cachedProd - r.cachedCons
-	}
-	return n
-}
-
 // peekAvail re-reads the kernel's producer: what is there now.
 func (r *ring) peekAvail() uint32 {
 	r.cachedProd = r.producer.Load()

@@ -53,7 +53,8 @@ func TestRxFromPeer(t *testing.T) {
 				require.Equal(t, want[i], f, "frame %d", i)
 			}
 			sk.mu.Unlock()
-			st := ctx.RxQueueStats(0)
+			st, err := ctx.RxQueueStats(0)
+			require.NoError(t, err)
 			require.NotZero(t, st.Copies, "no frame took the copy path")
 			require.NotZero(t, st.BAReuses, "no cluster was reposted by its ifsd_ba")
 			require.NoError(t, ctx.Detach())

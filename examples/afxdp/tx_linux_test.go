@@ -77,8 +77,8 @@ func TestTxToPeer(t *testing.T) {
 }
 
 // TestTxRefused: a packet larger than a frame is refused by iflib with
-// ErrTooBig; a packet whose memory is not UMEM cannot be mapped on the
-// UMEM's bus (ErrNoMem); neither reaches the kernel.
+// ErrTooBig; a packet whose memory is not UMEM is refused with
+// ErrWrongSpace; neither reaches the kernel.
 func TestTxRefused(t *testing.T) {
 	needAFXDP(t)
 	rig := newRig(t, RigConfig{})
@@ -99,8 +99,6 @@ func TestTxRefused(t *testing.T) {
 	require.NoError(t, ctx.Init())
 	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
 
-	// Simple mode encaps in Transmit, so the mapping error comes back
-	// to the sender (mpring would count it in oerrors at the drain).
 	big, _ := txz.Get()
 	big.Append(make([]byte, big.Cap()))
 	next, _ := txz.Get()
@@ -110,7 +108,7 @@ func TestTxRefused(t *testing.T) {
 
 	f, _ := foreign.Get()
 	f.Append(TestFrame(make([]byte, 64), 64, p.BMAC, p.AMAC, 1))
-	assert.ErrorIs(t, ctx.Transmit(f), iflib.ErrNoMem)
+	assert.ErrorIs(t, ctx.Transmit(f), iflib.ErrWrongSpace)
 	assert.Equal(t, uint64(2), ctx.Counter(iflib.IfCounterOErrors))
 	assert.Zero(t, ctx.Counter(iflib.IfCounterOPackets))
 

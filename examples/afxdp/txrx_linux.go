@@ -123,7 +123,8 @@ func (d *Driver) RxdAvailable(qid int, cidx int, budget int) int {
 // RxdPktGet is ift_rxd_pkt_get: the frame at the RX ring's consumer. Its
 // UMEM offset names the free-list slot iflib posted it from; the data
 // starts XDP_PACKET_HEADROOM (in general: offset mod frame size) into the
-// cluster, which iflib takes as iri_pad.
+// cluster, which iflib takes as iri_pad (irf_len is the frame alone,
+// iri_len = pad + frame, as in FreeBSD).
 func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 	q := d.q[ri.QSIdx]
 	s := q.s
@@ -146,7 +147,7 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		// mapping of this device (the slot's, by its ifsd_ba).
 		_ = d.bus.Write(busdma.BusAddr(addr), d.umem.mem[addr:addr+uint64(n)])
 	}
-	ri.Frags[0] = iflib.RxdFrag{FLID: 0, Idx: uint16(slot), Len: uint16(pad + n)}
+	ri.Frags[0] = iflib.RxdFrag{FLID: 0, Idx: uint16(slot), Len: uint16(n)}
 	ri.NFrags = 1
 	ri.Len = pad + n
 	ri.Pad = pad

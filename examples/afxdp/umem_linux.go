@@ -49,8 +49,8 @@ type UMEMConfig struct {
 // IdentitySpace, so a bus address is an offset into the UMEM — exactly what
 // xdp_desc.addr and the fill and completion rings carry. Every packet zone
 // that feeds a driver of this package must be carved from it (NewZone):
-// a packet from elsewhere has no UMEM offset and fails to load
-// (busdma.ErrNotInSpace, counted by iflib as a mapping failure).
+// a packet from elsewhere has no UMEM offset, and iflib refuses it
+// (iflib.ErrWrongSpace).
 //
 // Several drivers (interfaces) may share one UMEM; then a packet received
 // on one can be transmitted on another without a copy, because the bus
