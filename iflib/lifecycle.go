@@ -165,7 +165,7 @@ func (c *Context) stopLocked() {
 	for _, q := range c.rxqs {
 		q.stop()
 	}
-	c.state.Store(int32(stateAttached))
+	c.state.CompareAndSwap(int32(stateRunning), int32(stateAttached)) // detaching stays
 }
 
 // Detach is iflib_device_deregister: mark the context detaching

@@ -205,7 +205,11 @@ func (q *txq) drbrXmit(m *Packet) bool {
 	if q.avail() < 2*q.maxTxDesc() {
 		q.completedReclaim()
 	}
-	if !q.sendHeld() {
+	// The drain's guard (TXQ_AVAIL >= MAX_TX_DESC): refuse without an encap
+	// attempt while a worst-case packet might not fit, so a refused head
+	// costs no failed mapping and kicks no task.
+	if q.avail() < q.maxTxDesc() || !q.sendHeld() {
+		q.st.inc(txDrainNoDesc, 1)
 		return false
 	}
 	orig := m
