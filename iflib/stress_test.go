@@ -112,11 +112,11 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 				}
 			}
 			waitUntil(t, "queue drained", func() bool { return e.sink.Frames() >= ok })
-			// mpring checks for room before encap (the drain stalls);
-			// the other modes find out in encap.
-			key := "no_desc_avail"
-			if mode == iflib.TxModeMPRing {
-				key = "txq_drain_nodesc"
+			// mpring and drbr check for room before encap (the drain
+			// stalls, the buf_ring head waits); simple finds out in encap.
+			key := "txq_drain_nodesc"
+			if mode == iflib.TxModeSimple {
+				key = "no_desc_avail"
 			}
 			nodesc, _ := e.ctx.SysctlValue("dev.simnic.0.iflib.txq0." + key)
 			if nodesc.(uint64) == 0 {
