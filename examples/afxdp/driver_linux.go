@@ -361,7 +361,6 @@ func (d *Driver) Detach(ctx *iflib.Context) error {
 func (d *Driver) IntrEnable(ctx *iflib.Context) {
 	for _, q := range d.q {
 		q.armRx()
-		q.txArmed.Store(true)
 	}
 }
 
@@ -369,7 +368,6 @@ func (d *Driver) IntrEnable(ctx *iflib.Context) {
 func (d *Driver) IntrDisable(ctx *iflib.Context) {
 	for _, q := range d.q {
 		q.rxArmed.Store(false)
-		q.txArmed.Store(false)
 	}
 }
 
@@ -379,13 +377,10 @@ func (d *Driver) RxQueueIntrEnable(ctx *iflib.Context, qid int) error {
 	return nil
 }
 
-// TxQueueIntrEnable is IFDI_TX_QUEUE_INTR_ENABLE: the next kick that finds
-// completions raises a TX interrupt; a TX ring the kernel left unsent
-// (back-pressure) is kicked again here.
+// TxQueueIntrEnable is IFDI_TX_QUEUE_INTR_ENABLE: pay a kick TxdFlush
+// deferred, or kick a TX ring the kernel left unsent (back-pressure).
 func (d *Driver) TxQueueIntrEnable(ctx *iflib.Context, qid int) error {
-	q := d.q[qid]
-	q.txArmed.Store(true)
-	q.retryTx()
+	d.q[qid].retryTx()
 	return nil
 }
 

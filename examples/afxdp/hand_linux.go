@@ -126,7 +126,7 @@ func (h *handForwarder) loop() {
 		if m > 0 {
 			m = min(m, in.fill.free(m))
 			for i := uint32(0); i < m; i++ {
-				*in.fill.addr(in.fill.cachedProd + i) = *out.comp.addr(out.comp.cachedCons+i) & mask
+				*in.fill.addr(in.fill.cachedProd + i) = *out.comp.addr(out.comp.cachedCons + i) & mask
 			}
 			out.comp.cachedCons += m
 			out.comp.release()

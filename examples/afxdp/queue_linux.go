@@ -36,28 +36,31 @@ type queue struct {
 	txChecked   uint32 // TX producer up to which the checker has seen the frames
 	scratch     []byte
 
-	rxArmed atomic.Bool   // RX interrupt enabled (IFDI_RX_QUEUE_INTR_ENABLE)
-	txArmed atomic.Bool   // TX interrupt enabled
-	armCh   chan struct{} // wakes the poller when RX is armed
-	quit    chan struct{}
-	done    chan struct{}
-	efd     int // eventfd: wakes the poller out of poll(2) at Stop
+	rxArmed atomic.Bool // RX interrupt enabled (IFDI_RX_QUEUE_INTR_ENABLE)
+	// kickDeferred says a TX kick is owed: TxdFlush published descriptors
+	// without a sendto and scheduled the TX task, whose interrupt enable
+	// pays it.
+	kickDeferred atomic.Bool
+	armCh        chan struct{} // wakes the poller when RX is armed
+	quit         chan struct{}
+	done         chan struct{}
+	efd          int // eventfd: wakes the poller out of poll(2) at Stop
 
 	st queueStats
 }
 
 // queueStats are the driver's own per-queue counters.
 type queueStats struct {
-	doorbells    atomic.Uint64 // TxdFlush calls
-	txKicks      atomic.Uint64 // sendto(2) calls
-	txKickErrs   atomic.Uint64 // sendto(2) failures other than back-pressure
-	rxKicks      atomic.Uint64 // recvfrom(2) fill-ring wakeups
-	rxIntrs      atomic.Uint64 // RX interrupts raised (poll(2) saw frames)
-	txIntrs      atomic.Uint64 // TX interrupts raised
-	polls        atomic.Uint64 // poll(2) calls
-	fillDeferred atomic.Uint64 // frames that waited for fill-ring room
-	badDescs     atomic.Uint64 // RX descriptors refused
-	txRingFull   atomic.Uint64 // TX ring without room (should stay 0)
+	doorbells     atomic.Uint64 // TxdFlush calls
+	txKicks       atomic.Uint64 // sendto(2) calls
+	txKickErrs    atomic.Uint64 // sendto(2) failures other than back-pressure
+	rxKicks       atomic.Uint64 // recvfrom(2) fill-ring wakeups
+	rxIntrs       atomic.Uint64 // RX interrupts raised (poll(2) saw frames)
+	deferredKicks atomic.Uint64 // kicks handed to the TX task
+	polls         atomic.Uint64 // poll(2) calls
+	fillDeferred  atomic.Uint64 // frames that waited for fill-ring room
+	badDescs      atomic.Uint64 // RX descriptors refused
+	txRingFull    atomic.Uint64 // TX ring without room (should stay 0)
 }
 
 func newQueue(d *Driver, id, qid int) *queue {
@@ -80,7 +83,7 @@ func (q *queue) start(ctx *iflib.Context) {
 	q.ntxd = ctx.Softc().NTxd[0]
 	q.txChecked = q.s.tx.cachedProd
 	q.rxArmed.Store(false)
-	q.txArmed.Store(false)
+	q.kickDeferred.Store(false)
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		// Without an eventfd the poller cannot be woken at Stop: poll
@@ -189,8 +192,12 @@ func (q *queue) kickTxLoop() {
 	}
 }
 
-// retryTx kicks a TX ring the kernel left unsent.
+// retryTx pays a deferred kick, and kicks a TX ring the kernel left
+// unsent. The flag is cleared before the pending check, so a descriptor
+// published after the check found its own flag clear and scheduled another
+// run.
 func (q *queue) retryTx() {
+	q.kickDeferred.Store(false)
 	if s := q.s; s != nil && s.tx.pending() > 0 {
 		q.kickTxLoop()
 	}

@@ -14,16 +14,16 @@ type Stats struct {
 	TxRingEmpty     uint64 // tx_ring_empty_descs: kicks that found the TX ring empty
 
 	// The driver's.
-	Doorbells    uint64 // TxdFlush calls
-	TxKicks      uint64 // sendto(2) calls (needs_wakeup honoured)
-	TxKickErrors uint64 // sendto(2) errors other than back-pressure
-	RxKicks      uint64 // recvfrom(2) fill-ring wakeups
-	RxIntrs      uint64 // RX interrupts (poll(2) saw frames)
-	TxIntrs      uint64 // TX interrupts (completions after a kick)
-	Polls        uint64 // poll(2) calls
-	FillDeferred uint64 // frames that waited for fill-ring room
-	BadDescs     uint64 // RX descriptors naming no posted frame
-	TxRingFull   uint64 // encaps refused for lack of TX-ring room
+	Doorbells     uint64 // TxdFlush calls
+	TxKicks       uint64 // sendto(2) calls (needs_wakeup honoured)
+	TxKickErrors  uint64 // sendto(2) errors other than back-pressure
+	RxKicks       uint64 // recvfrom(2) fill-ring wakeups
+	RxIntrs       uint64 // RX interrupts (poll(2) saw frames)
+	DeferredKicks uint64 // TX kicks handed to the TX task (coalescing)
+	Polls         uint64 // poll(2) calls
+	FillDeferred  uint64 // frames that waited for fill-ring room
+	BadDescs      uint64 // RX descriptors naming no posted frame
+	TxRingFull    uint64 // encaps refused for lack of TX-ring room
 }
 
 func (s *Stats) addXDP(x unix.XDPStatistics) {
@@ -41,7 +41,7 @@ func (s *Stats) addQueue(q *queueStats) {
 	s.TxKickErrors += q.txKickErrs.Load()
 	s.RxKicks += q.rxKicks.Load()
 	s.RxIntrs += q.rxIntrs.Load()
-	s.TxIntrs += q.txIntrs.Load()
+	s.DeferredKicks += q.deferredKicks.Load()
 	s.Polls += q.polls.Load()
 	s.FillDeferred += q.fillDeferred.Load()
 	s.BadDescs += q.badDescs.Load()

@@ -53,11 +53,18 @@ func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 	return nil
 }
 
-// TxdFlush is ift_txd_flush: publish the TX ring's producer (the doorbell)
-// and, if the kernel asks (XDP_RING_NEED_WAKEUP; always in copy mode,
-// where it transmits only inside the syscall), kick it with sendto. In
-// copy mode one sendto sends at most XDP_MAX_TX_SKB_BUDGET frames, so it
-// kicks while the kernel makes progress.
+// TxdFlush is ift_txd_flush: publish the TX ring's producer (the doorbell
+// proper) and, if the kernel asks (XDP_RING_NEED_WAKEUP; always in copy
+// mode, where it transmits only inside the syscall), make sure it is kicked
+// with sendto.
+//
+// The kick is coalesced: iflib rings the doorbell after every packet while
+// few descriptors are in use (txq_max_db_deferred), which suits an MMIO
+// write, but here a doorbell is a system call. So TxdFlush kicks at once
+// only when kickBatch descriptors are waiting; otherwise it schedules the
+// queue's TX task (iflib_fast_intr), whose IFDI_TX_QUEUE_INTR_ENABLE kicks
+// whatever is waiting then. Under load that is one sendto per kickBatch
+// frames; when the sender pauses the task runs at once.
 func (d *Driver) TxdFlush(qid int, pidx int) {
 	q := d.q[qid]
 	s := q.s
@@ -69,13 +76,21 @@ func (d *Driver) TxdFlush(qid int, pidx int) {
 	}
 	s.tx.publish()
 	q.st.doorbells.Add(1)
-	q.kickTxLoop()
-	if q.txArmed.Load() && s.comp.producer.Load() != s.comp.cachedCons && q.txArmed.CompareAndSwap(true, false) {
-		// The TX interrupt: completions are there to reclaim.
-		q.st.txIntrs.Add(1)
+	if s.wakeup && !s.tx.needWakeup() {
+		return // a zero-copy driver is already polling the ring
+	}
+	if s.tx.pending() >= kickBatch {
+		q.kickTxLoop()
+	} else if q.kickDeferred.CompareAndSwap(false, true) {
+		q.st.deferredKicks.Add(1)
 		d.ctx.TxIntr(qid)
 	}
 }
+
+// kickBatch is the kernel's TX batch in copy mode (TX_BATCH_SIZE, 32, in
+// net/xdp/xsk.c: the frames one sendto sends without
+// XDP_MAX_TX_SKB_BUDGET).
+const kickBatch = 32
 
 // TxdCreditsUpdate is ift_txd_credits_update: completion-ring entries are
 // the credits, one per sent descriptor. clear=false only compares the
