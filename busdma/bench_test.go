@@ -3,6 +3,7 @@ package busdma_test
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/goiflib/goiflib/busdma"
 )
@@ -27,7 +28,7 @@ func benchSpaces(b *testing.B) []benchSpace {
 		{"sim-checker", must(busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})), 0, true},
 		{"bounce", must(busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20, Layout: busdma.LayoutHigh})), busdma.MaxAddr32, false},
 		{"iommu", must(busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20}})), 0, false},
-		{"iommu-cost500", must(busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20}, MapCost: 500, UnmapCost: 500})), 0, false},
+		{"iommu-strict", must(busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20}, UnmapTime: busdma.StrictUnmapTime})), 0, false},
 		{"identity", must(busdma.NewIdentitySpace(make([]byte, 1<<20))), 0, false},
 	}
 	if pm, err := busdma.NewPagemapSpaceConfig(busdma.PagemapConfig{Size: 1 << 20, SmallPages: true}); err == nil {
@@ -194,4 +195,47 @@ func BenchmarkMapOps(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkIOMMUCost is one TX packet's load and unload under the IOMMU
+// model without added cost and with the recommended StrictUnmapTime, so the
+// difference shows what UnmapTime costs per packet in wall and CPU time.
+func BenchmarkIOMMUCost(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		cfg  busdma.IOMMUConfig
+	}{
+		{"none", busdma.IOMMUConfig{}},
+		{"strict-unmap-700ns", busdma.IOMMUConfig{UnmapTime: busdma.StrictUnmapTime}},
+		{"map-1us-unmap-700ns", busdma.IOMMUConfig{MapTime: time.Microsecond, UnmapTime: busdma.StrictUnmapTime}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			c.cfg.Sim = busdma.SimConfig{Size: 1 << 20}
+			s, err := busdma.NewIOMMUSpace(c.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			m := mustMap(b, mustTag(b, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 32, MaxSegSize: 65536}))
+			buf := mustAlloc(b, s, 2048, 2048)[:1500]
+			segs := make([]busdma.Segment, 0, 32)
+			b.ReportAllocs()
+			cpu0 := cpuNow()
+			for b.Loop() {
+				if segs, err = m.Load(buf, segs[:0]); err != nil {
+					b.Fatal(err)
+				}
+				if err := m.Unload(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if cpu0 >= 0 {
+				b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
 }

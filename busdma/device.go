@@ -1,7 +1,7 @@
 package busdma
 
 import (
-	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -15,8 +15,15 @@ type DeviceConfig struct {
 // root tag is bus_get_dma_tag(dev); under an IOMMU it owns a domain
 // (dmar_ctx). Read and Write are the device's side of DMA.
 //
-// Device methods are safe for concurrent use; Read and Write are typically
-// called from a device goroutine while CPU goroutines load and unload maps.
+// Device methods are safe for concurrent use, with one exception: the
+// teardown checks LoadedMaps, CheckLeaks and Close read every map's state
+// without synchronisation, so they must not run while a goroutine loads,
+// unloads or destroys maps of the device (stop the queues first, as
+// iflib_stop does before iflib_tx_structures_free). That is the price of a
+// hot path without locked instructions: a map's state belongs to its owner,
+// and no device-wide counter is updated per Load and Unload. Read and Write
+// are typically called from a device goroutine while CPU goroutines load and
+// unload maps.
 type Device struct {
 	name  string
 	space Space
@@ -26,10 +33,12 @@ type Device struct {
 	creg  *devCheck    // non-nil iff chk != nil
 	dom   *iommuDomain // IOMMU spaces only
 
-	closed atomic.Bool   // written once by Close
-	loaded atomic.Int64  // maps currently loaded; written by map owners
+	closed atomic.Bool   // written once by Close; read (a plain load on amd64/arm64) by every Load
 	nmaps  atomic.Uint64 // map ids
 	ntags  atomic.Uint64 // tag name suffixes
+
+	mu   sync.Mutex // guards maps
+	maps []*Map     // every map created and not destroyed; maps[m.idx] == m
 }
 
 // NewDevice attaches a device to an address space.
@@ -64,8 +73,64 @@ func (d *Device) Tag() *Tag { return d.root }
 // Checker returns the device's checker, or nil.
 func (d *Device) Checker() *Checker { return d.chk }
 
-// LoadedMaps returns the number of maps currently loaded.
-func (d *Device) LoadedMaps() int { return int(d.loaded.Load()) }
+// LoadedMaps returns the number of maps currently loaded. It is a teardown
+// check: see [Device] for when it may run.
+func (d *Device) LoadedMaps() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, m := range d.maps {
+		if m.state == mapLoaded {
+			n++
+		}
+	}
+	return n
+}
+
+// CheckLeaks is the leak check of Close without closing: nil when no map of
+// the device is loaded, else a *LeakError (ErrLeak) naming them. A framework
+// that owns some of a device's maps (iflib's queues) runs it at its own
+// teardown. It is a teardown check: see [Device] for when it may run.
+func (d *Device) CheckLeaks() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var e *LeakError
+	for _, m := range d.maps {
+		if m.state != mapLoaded {
+			continue
+		}
+		if e == nil {
+			e = &LeakError{Device: d.name}
+		}
+		e.Maps++
+		if len(e.Names) < maxLeakNames {
+			e.Names = append(e.Names, m.Name())
+		}
+	}
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// register and unregister keep the device's list of maps (CreateMap,
+// Destroy).
+func (d *Device) register(m *Map) {
+	d.mu.Lock()
+	m.idx = len(d.maps)
+	d.maps = append(d.maps, m)
+	d.mu.Unlock()
+}
+
+func (d *Device) unregisterMap(m *Map) {
+	d.mu.Lock()
+	last := d.maps[len(d.maps)-1]
+	d.maps[m.idx] = last
+	last.idx = m.idx
+	d.maps[len(d.maps)-1] = nil
+	d.maps = d.maps[:len(d.maps)-1]
+	d.mu.Unlock()
+}
 
 // Read is a device-side DMA read of len(p) bytes at bus address addr,
 // through the space (IOMMU translation, bounce pages). It returns ErrFault
@@ -97,16 +162,14 @@ func (d *Device) dma(addr BusAddr, p []byte, write bool) error {
 }
 
 // Close tears the device down. Maps still loaded are a leak: Close returns
-// an error wrapping ErrLeak, and a checker reports each such map. A second
-// Close returns ErrClosed.
+// a *LeakError (ErrLeak), and a checker reports each such map. A second
+// Close returns ErrClosed. It is a teardown check: see [Device] for when it
+// may run.
 func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return ErrClosed
 	}
-	var err error
-	if n := d.loaded.Load(); n > 0 {
-		err = fmt.Errorf("%w: %d map(s) of %s", ErrLeak, n, d.name)
-	}
+	err := d.CheckLeaks()
 	if d.creg != nil {
 		d.creg.mu.Lock()
 		for m := range d.creg.maps {

@@ -45,5 +45,9 @@
 // and devices are safe for concurrent use, and [Device.Read]/[Device.Write]
 // may run on a device goroutine concurrently with loads and unloads of other
 // maps. Load, Sync and Unload allocate nothing in the steady state when the
-// caller reuses its segment slice.
+// caller reuses its segment slice, and execute no locked instruction on a
+// space without bounce pages or IOMMU: a map's state belongs to its owner.
+// The price is that the teardown checks ([Device.CheckLeaks],
+// [Device.LoadedMaps], [Device.Close]) must run after the map owners have
+// stopped.
 package busdma

@@ -29,7 +29,8 @@ var (
 	// memory, not mapped in the IOMMU (a DMAR fault), or — with a checker —
 	// outside every current mapping of the device.
 	ErrFault = errors.New("busdma: DMA fault")
-	// ErrLeak: Device.Close found maps still loaded.
+	// ErrLeak: Device.Close or Device.CheckLeaks found maps still loaded. See
+	// LeakError.
 	ErrLeak = errors.New("busdma: maps still loaded at teardown")
 	// ErrClosed: the device (or pagemap space) was closed.
 	ErrClosed = errors.New("busdma: device closed")
@@ -96,3 +97,34 @@ func (e *AllocError) Error() string {
 
 // Unwrap returns the cause.
 func (e *AllocError) Unwrap() error { return e.Err }
+
+// maxLeakNames bounds the map names a LeakError carries.
+const maxLeakNames = 16
+
+// LeakError reports maps still loaded at teardown (Device.Close,
+// Device.CheckLeaks): a missing bus_dmamap_unload. It matches [ErrLeak] with
+// errors.Is.
+type LeakError struct {
+	Device string
+	Maps   int      // how many maps are loaded
+	Names  []string // the first of them, "<tag>#<id>" (at most 16)
+}
+
+func (e *LeakError) Error() string {
+	s := fmt.Sprintf("busdma: %s: %d map(s) still loaded at teardown (missing bus_dmamap_unload)", e.Device, e.Maps)
+	for i, n := range e.Names {
+		if i == 0 {
+			s += ": "
+		} else {
+			s += ", "
+		}
+		s += n
+	}
+	if e.Maps > len(e.Names) {
+		s += ", …"
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrLeak) true.
+func (e *LeakError) Is(target error) bool { return target == ErrLeak }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // IOMMUConfig configures an [IOMMUSpace]. The zero value works.
@@ -15,9 +16,21 @@ type IOMMUConfig struct {
 	IOVABase BusAddr
 	// IOVASize is the IOVA space of each domain in bytes; default 256 MiB.
 	IOVASize int
-	// MapCost and UnmapCost are busy-work units (one xorshift step each)
-	// spent per iommu_map and per iommu_unmap, standing in for page-table
-	// writes and IOTLB invalidation; default 0.
+	// MapTime and UnmapTime are CPU time spent, busy-waiting, per iommu_map
+	// (one per loaded buffer) and per iommu_unmap (one per buffer at
+	// unload), on top of the model's own IOVA allocation and page-table
+	// writes: the hardware work a real IOMMU makes the CPU wait for, chiefly
+	// the IOTLB invalidation of a strict-mode unmap. StrictUnmapTime (700 ns)
+	// is the recommended UnmapTime, from a published measurement; 0, the
+	// default, adds nothing. The spin loop is calibrated once per process,
+	// so the cost is CPU time, not wall time: a preempted spin takes longer
+	// but burns no more.
+	MapTime, UnmapTime time.Duration
+	// MapCost and UnmapCost are the former knob: busy-work units (one
+	// xorshift step each) per iommu_map and iommu_unmap, used only when
+	// MapTime (UnmapTime) is 0.
+	//
+	// Deprecated: use MapTime and UnmapTime.
 	MapCost, UnmapCost int
 	// MaxFaults bounds the fault log kept by Faults (the counter keeps
 	// counting); default 1024.
@@ -34,12 +47,14 @@ type IOMMUSpace struct {
 	name string
 	sim  *SimSpace
 	cfg  IOMMUConfig
+	cost iommuCost
 
-	// Counters; written by map owners and device goroutines.
-	maps, unmaps, pagesMapped, pagesUnmapped, nfaults atomic.Uint64
+	nfaults atomic.Uint64 // written by device goroutines
 
-	mu     sync.Mutex
-	faults []Fault // guarded by mu
+	mu      sync.Mutex
+	faults  []Fault                   // guarded by mu
+	doms    map[*iommuDomain]struct{} // guarded by mu: the attached devices' domains
+	retired domainStats               // guarded by mu: counters of detached domains
 }
 
 // Fault is one recorded DMAR fault.
@@ -91,6 +106,10 @@ func NewIOMMUSpace(cfg IOMMUConfig) (*IOMMUSpace, error) {
 		return nil, bad("IOVASize", uint64(cfg.IOVASize), "must be a page to 1 TiB")
 	case uint64(cfg.IOVABase) > uint64(MaxAddr)-uint64(cfg.IOVASize-1):
 		return nil, bad("IOVABase", uint64(cfg.IOVABase), "the IOVA space runs past the top of the bus address space")
+	case cfg.MapTime < 0 || cfg.UnmapTime < 0:
+		return nil, bad("MapTime", uint64(min(cfg.MapTime, cfg.UnmapTime)), "negative")
+	case cfg.MapTime > time.Second || cfg.UnmapTime > time.Second:
+		return nil, bad("MapTime", uint64(max(cfg.MapTime, cfg.UnmapTime)), "more than a second per operation")
 	case cfg.MapCost < 0 || cfg.UnmapCost < 0:
 		return nil, bad("MapCost", uint64(min(cfg.MapCost, cfg.UnmapCost)), "negative")
 	case cfg.MaxFaults < 0:
@@ -103,7 +122,7 @@ func NewIOMMUSpace(cfg IOMMUConfig) (*IOMMUSpace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &IOMMUSpace{name: cfg.Name, sim: sim, cfg: cfg}, nil
+	return &IOMMUSpace{name: cfg.Name, sim: sim, cfg: cfg, cost: newIOMMUCost(cfg), doms: map[*iommuDomain]struct{}{}}, nil
 }
 
 // Name returns the configured name.
@@ -133,10 +152,19 @@ func (s *IOMMUSpace) Phys() *SimSpace { return s.sim }
 
 func (s *IOMMUSpace) backend() backend { return &iommuBackend{s} }
 
-// Stats returns the counters.
+// Stats returns the counters, summed over every device's domain. It takes
+// each domain's lock, so it is exact but not meant for a hot loop.
 func (s *IOMMUSpace) Stats() IOMMUStats {
-	return IOMMUStats{Maps: s.maps.Load(), Unmaps: s.unmaps.Load(), PagesMapped: s.pagesMapped.Load(),
-		PagesUnmapped: s.pagesUnmapped.Load(), Faults: s.nfaults.Load()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := s.retired
+	for dom := range s.doms {
+		dom.mu.Lock()
+		sum.add(dom.stats)
+		dom.mu.Unlock()
+	}
+	return IOMMUStats{Maps: sum.maps, Unmaps: sum.unmaps, PagesMapped: sum.pagesMapped,
+		PagesUnmapped: sum.pagesUnmapped, Faults: s.nfaults.Load()}
 }
 
 // Faults returns a copy of the fault log.
@@ -155,23 +183,4 @@ func (s *IOMMUSpace) fault(d *Device, a BusAddr, write bool, reason string) {
 	}
 	s.mu.Unlock()
 	d.report(KindIOMMUFault, nil, "%s", f)
-}
-
-// costSink keeps busy-work from being optimised away.
-var costSink atomic.Uint64
-
-// busyWork spends n xorshift steps.
-func busyWork(n int) {
-	if n <= 0 {
-		return
-	}
-	x := uint64(n) | 1
-	for range n {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-	}
-	if x == 0 {
-		costSink.Add(1)
-	}
 }

@@ -19,9 +19,22 @@ type iommuDomain struct {
 	base uint64 // first IOVA page number
 	pte  []atomic.Int32
 
-	mu   sync.Mutex
-	used []bool // guarded by mu: IOVA page allocated (iommu_gas)
-	hint int    // guarded by mu: next-fit start
+	mu    sync.Mutex
+	used  []bool      // guarded by mu: IOVA page allocated (iommu_gas)
+	hint  int         // guarded by mu: next-fit start
+	stats domainStats // guarded by mu: counted where the lock is taken anyway
+}
+
+// domainStats are a domain's counters (IOMMUStats without the faults).
+type domainStats struct {
+	maps, unmaps, pagesMapped, pagesUnmapped uint64
+}
+
+func (a *domainStats) add(b domainStats) {
+	a.maps += b.maps
+	a.unmaps += b.unmaps
+	a.pagesMapped += b.pagesMapped
+	a.pagesUnmapped += b.pagesUnmapped
 }
 
 // iovaRun is one IOVA allocation held by a map (struct iommu_map_entry).
@@ -36,10 +49,21 @@ func (b *iommuBackend) attach(d *Device) error {
 	n := b.s.cfg.IOVASize / PageSize
 	d.dom = &iommuDomain{base: uint64(b.s.cfg.IOVABase) >> pageShift,
 		pte: make([]atomic.Int32, n), used: make([]bool, n)}
+	b.s.mu.Lock()
+	b.s.doms[d.dom] = struct{}{}
+	b.s.mu.Unlock()
 	return nil
 }
 
-func (b *iommuBackend) detach(*Device) {}
+// detach folds the domain's counters into the space's.
+func (b *iommuBackend) detach(d *Device) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	d.dom.mu.Lock()
+	b.s.retired.add(d.dom.stats)
+	d.dom.mu.Unlock()
+	delete(b.s.doms, d.dom)
+}
 
 func (b *iommuBackend) couldBounce(*Tag) bool     { return false }
 func (b *iommuBackend) allocNow(*Tag) error       { return nil }
@@ -119,6 +143,10 @@ func (b *iommuBackend) loadBuf(m *Map, bi int, buf []byte, segs []Segment, start
 	}
 	dom.mu.Lock()
 	i := dom.allocIOVA(n, align, t.boundary, limit)
+	if i >= 0 {
+		dom.stats.maps++
+		dom.stats.pagesMapped += uint64(n)
+	}
 	dom.mu.Unlock()
 	if i < 0 {
 		return segs, ErrNoMem
@@ -128,9 +156,7 @@ func (b *iommuBackend) loadBuf(m *Map, bi int, buf []byte, segs []Segment, start
 		dom.pte[i+k].Store(int32(first + k + 1))
 	}
 	m.iova = append(m.iova, iovaRun{page: i, n: n})
-	busyWork(b.s.cfg.MapCost)
-	b.s.maps.Add(1)
-	b.s.pagesMapped.Add(uint64(n))
+	spin(b.s.cost.mapSteps)
 	a := BusAddr((dom.base+uint64(i))<<pageShift) + BusAddr(pgoff)
 	for done := 0; done < len(buf); {
 		var step int
@@ -151,9 +177,7 @@ func (b *iommuBackend) release(m *Map) {
 		for k := r.page; k < r.page+r.n; k++ {
 			dom.pte[k].Store(0)
 		}
-		busyWork(b.s.cfg.UnmapCost)
-		b.s.unmaps.Add(1)
-		b.s.pagesUnmapped.Add(uint64(r.n))
+		spin(b.s.cost.unmapSteps) // the IOTLB invalidation the unmap waits for
 	}
 	if len(m.iova) > 0 {
 		dom.mu.Lock()
@@ -161,6 +185,8 @@ func (b *iommuBackend) release(m *Map) {
 			for k := r.page; k < r.page+r.n; k++ {
 				dom.used[k] = false
 			}
+			dom.stats.unmaps++
+			dom.stats.pagesUnmapped += uint64(r.n)
 		}
 		dom.mu.Unlock()
 	}

@@ -3,6 +3,7 @@ package busdma_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/busdma/busdmatest"
@@ -141,7 +142,7 @@ func TestIOMMUSpaceExhausted(t *testing.T) {
 }
 
 func TestIOMMUCostCountsWork(t *testing.T) {
-	s, d := iommuDev(t, busdma.IOMMUConfig{MapCost: 100, UnmapCost: 100}, busdmatest.NewChecker(t))
+	s, d := iommuDev(t, busdma.IOMMUConfig{MapTime: time.Microsecond, UnmapTime: busdma.StrictUnmapTime}, busdmatest.NewChecker(t))
 	defer d.Close()
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 16, NSegments: 4, MaxSegSize: 1 << 16})
 	m := mustMap(t, tag)
@@ -157,8 +158,10 @@ func TestIOMMUCostCountsWork(t *testing.T) {
 	if st := s.Stats(); st.Maps != 10 || st.Unmaps != 10 || st.PagesMapped != 10 {
 		t.Fatalf("%+v", st)
 	}
-	if _, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{MapCost: -1}); !errors.Is(err, busdma.ErrInvalid) {
-		t.Fatal(err)
+	for _, cfg := range []busdma.IOMMUConfig{{MapTime: -1}, {UnmapTime: -time.Nanosecond}, {UnmapTime: 2 * time.Second}, {MapCost: -1}} {
+		if _, err := busdma.NewIOMMUSpace(cfg); !errors.Is(err, busdma.ErrInvalid) {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
 	}
 	if _, err := busdma.NewSimSpace(busdma.SimConfig{Base: 0x123}); !errors.Is(err, busdma.ErrInvalid) {
 		t.Fatal(err)

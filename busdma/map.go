@@ -11,8 +11,9 @@ type Map struct {
 	tag *Tag
 	dev *Device
 	id  uint64
+	idx int // index in dev.maps; guarded by dev.mu
 
-	state    mapState // owner only
+	state    mapState // owner only; read at teardown (Device.CheckLeaks)
 	nobounce bool     // bus_dmamem_alloc's map: never bounces (FreeBSD's nobounce_dmamap)
 
 	// The current load (owner only; capacities reused so the steady state
@@ -55,6 +56,7 @@ func (t *Tag) CreateMap() (*Map, error) {
 	if d.chk != nil {
 		m.chk = newMapCheck()
 	}
+	d.register(m)
 	return m, nil
 }
 
@@ -136,21 +138,24 @@ func (m *Map) preLoad() error {
 func (m *Map) postLoad(segs []Segment, start, size int, err error) ([]Segment, error) {
 	if err != nil {
 		m.dev.be.release(m)
+		clear(m.bufs) // may hold a buffer of another space (ErrNotInSpace)
 		m.reset()
 		return segs[:start], err
 	}
 	m.state = mapLoaded
 	m.size = size
 	m.nsegs = len(segs) - start
-	m.dev.loaded.Add(1)
 	if m.chk != nil {
 		m.dev.checkLoad(m)
 	}
 	return segs, nil
 }
 
+// reset forgets the current load. The buffers are not cleared out of bufs:
+// they are memory of the space, which outlives the map, so keeping the
+// references pins nothing, and clearing them cost a memclrHasPointers call
+// per unload.
 func (m *Map) reset() {
-	clear(m.bufs)
 	m.bufs = m.bufs[:0]
 	m.pieces = m.pieces[:0]
 	m.size, m.nsegs = 0, 0
@@ -190,7 +195,6 @@ func (m *Map) Unload() error {
 	m.dev.be.release(m)
 	m.reset()
 	m.state = mapIdle
-	m.dev.loaded.Add(-1)
 	return nil
 }
 
@@ -222,5 +226,6 @@ func (m *Map) Destroy() error {
 		return ErrInvalid
 	}
 	m.state = mapDestroyed
+	m.dev.unregisterMap(m)
 	return nil
 }
