@@ -326,6 +326,7 @@ func TestRegisterDetachLoopReturnsMemory(t *testing.T) {
 		f := newFake(t, fakeOpts{space: space, cfg: iflib.Config{RxZoneSize: 1024}})
 		require.NoError(t, f.ctx.Init())
 		f.close()
+		require.Zero(t, space.Allocated(), "attach %d left memory allocated", i)
 	}
 }
 

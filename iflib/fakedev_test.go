@@ -1,6 +1,7 @@
 package iflib_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -78,6 +79,7 @@ type fakeOpts struct {
 	cfg              iflib.Config
 	input            func(qid int, pkts []*iflib.Packet)
 	filter           func(qid int, frame []byte) bool
+	etherPad         bool // IFLIB_NEED_ETHER_PAD with a 60-byte minimum
 }
 
 func newFake(t testing.TB, o fakeOpts) *fakeNIC {
@@ -119,6 +121,9 @@ func tryFake(t testing.TB, o fakeOpts) (*fakeNIC, error) {
 		DriverName: "fake", TxMaxSize: 65535, TxMaxSegSize: 4096,
 		RxMaxSize: o.rxBuf, RxMaxSegSize: o.rxBuf, RxNSegments: 1, NTxQs: 1, NRxQs: 1,
 	}
+	if o.etherPad {
+		sh.Flags |= iflib.FlagNeedEtherPad
+	}
 	sh.NTxdMin[0], sh.NTxdMax[0], sh.NTxdDefault[0] = 64, 4096, o.ntxd
 	sh.NRxdMin[0], sh.NRxdMax[0], sh.NRxdDefault[0] = 64, 4096, o.nrxd
 	ctx, err := iflib.Register(iflib.Attachment{Driver: f, Shared: sh, Bus: bus, Config: o.cfg, Input: o.input, RxFilter: o.filter})
@@ -155,6 +160,7 @@ func (f *fakeNIC) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.TxdSize[0], sc.RxdSize[0] = 16, 16
 	sc.TxNSegments = f.segs
 	sc.RxdBufSize[0] = f.rxBuf
+	sc.MinFrameSize = 60
 	sc.TxRx = f
 	return nil
 }
@@ -278,6 +284,7 @@ func (f *fakeNIC) sent() [][]byte {
 func (f *fakeNIC) RxdRefill(iru *iflib.RxdUpdate) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.rxBuf = iru.BufSize // the cluster size iflib resolved
 	for i := 0; i < iru.Count; i++ {
 		pos := (iru.PIdx + i) % f.nrxd
 		f.rxSlot[pos], f.rxAddr[pos] = iru.Idxs[i], iru.PAddrs[i]
@@ -336,6 +343,10 @@ func (f *fakeNIC) RxdPktGet(ri *iflib.RxdInfo) error {
 	i, n := ri.CIdx, 0
 	for {
 		d := f.rxDone[i]
+		if d.n == 0 || n == len(ri.Frags) {
+			f.mu.Unlock()
+			return errFakeNotDone // EBADMSG: iflib read a descriptor the device did not write
+		}
 		l := d.n
 		if n == 0 {
 			l -= f.rxPad // irf_len excludes the pad
@@ -357,6 +368,8 @@ func (f *fakeNIC) RxdPktGet(ri *iflib.RxdInfo) error {
 	}
 	return nil
 }
+
+var errFakeNotDone = errors.New("fake: RX descriptor not done (EBADMSG)")
 
 var (
 	_ iflib.Device = (*fakeNIC)(nil)

@@ -74,6 +74,11 @@ func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low 
 	if err != nil {
 		return nil, fmt.Errorf("iflib: %s: RX tag: %w", c.name, err)
 	}
+	if err := fl.tag.OneSegment(bufSize, min(bufSize&-bufSize, pageSize)); err != nil {
+		// Every refill would fail: refuse the configuration instead.
+		return nil, cfgErr(fmt.Sprintf("RxdBufSize[%d]", id), bufSize,
+			fmt.Sprintf("RX clusters cannot be loaded in one segment on %s: %v", c.space.Name(), err))
+	}
 	fl.zone, err = NewZone(c.space, fmt.Sprintf("%s.rxq%d.fl%d", c.name, q.id, id), bufSize, zoneSize)
 	if err != nil {
 		return nil, err
@@ -84,37 +89,8 @@ func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low 
 			return fl, fmt.Errorf("iflib: %s: Unable to create RX DMA map: %w", c.name, err)
 		}
 	}
-	if err := fl.checkLoadable(); err != nil {
-		return fl, err
-	}
 	fl.iru = RxdUpdate{QSIdx: q.id, BufSize: bufSize, FLIdx: id}
 	return fl, nil
-}
-
-// checkLoadable refuses, at Register, a zone whose clusters the free
-// list's tag cannot load in one segment (a jumbo cluster carved from
-// physically discontiguous pages, say): refill would fail on every one of
-// them. FreeBSD takes jumbo clusters from physically contiguous zones.
-func (fl *freeList) checkLoadable() error {
-	if fl.bufSize <= pageSize && fl.bufSize&(fl.bufSize-1) == 0 {
-		return nil // carved aligned to their size: never across a page
-	}
-	mp := fl.sdMap[0]
-	for i := range fl.zone.pkts {
-		segs, err := mp.Load(fl.zone.pkts[i].cl, fl.segs[:0])
-		n := len(segs)
-		if err == nil {
-			_ = mp.Unload()
-			if n == 1 {
-				continue
-			}
-			err = fmt.Errorf("%d segments", n)
-		}
-		return cfgErr(fmt.Sprintf("RxdBufSize[%d]", fl.id), fl.bufSize,
-			fmt.Sprintf("RX clusters of %d bytes are not DMA-loadable in one segment on %s (cluster %d: %v); "+
-				"use clusters that fit a page or a space with contiguous memory", fl.bufSize, fl.rxq.ctx.space.Name(), i, err))
-	}
-	return nil
 }
 
 func (fl *freeList) isSet(i int) bool { return fl.bitmap[i>>6]&(1<<(uint(i)&63)) != 0 }

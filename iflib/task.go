@@ -67,17 +67,14 @@ func (q *txq) task() {
 		case TxModeDRBR:
 			q.mu.Lock()
 			q.completedReclaim()
-			held := q.sendHeld()
 			q.dbCheck(true)
 			q.publish()
 			q.mu.Unlock()
-			if held {
-				// Re-run only while the drain makes progress: a refused head
-				// (no descriptors, link down) waits for the next completion
-				// interrupt or timer tick instead of spinning.
-				if sent, more, _ := q.drbr.DrainSent(c.cfg.DRBRDrainQuota); more && sent > 0 {
-					q.kick()
-				}
+			// Re-run only while the drain makes progress: a refused head
+			// (no descriptors, link down) waits for the next completion
+			// interrupt or timer tick instead of spinning.
+			if sent, more, _ := q.drbr.DrainSent(c.cfg.DRBRDrainQuota); more && sent > 0 {
+				q.kick()
 			}
 		default:
 			// FreeBSD enqueues the txq as a sentinel only when a doorbell

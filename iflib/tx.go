@@ -189,10 +189,12 @@ func (q *txq) simpleTransmit(m *Packet) error {
 
 // drbrXmit is the DRBR transmit callback, called with the DRBR lock held:
 // encap under the queue lock, doorbell per packet, opportunistic reclaim.
-// It refuses (false) for lack of descriptors, or while the interface is
-// not running or the link is down; the packet then stays at the head of
-// the buf_ring for a later Drain. A packet encap replaced (defrag) and
-// then could not place is kept in q.held and goes out first.
+// It refuses (false) while a worst-case packet might not fit, or while the
+// interface is not running or the link is down; the packet then stays at
+// the head of the buf_ring for a later Drain. Because it encaps only with
+// TXQ_AVAIL >= MAX_TX_DESC (the mp_ring drain's guard), encap never runs
+// out of descriptors here: a packet it accepts (even one collapse or
+// defrag replaced) is on the ring or freed and counted.
 func (q *txq) drbrXmit(m *Packet) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -205,39 +207,13 @@ func (q *txq) drbrXmit(m *Packet) bool {
 	if q.avail() < 2*q.maxTxDesc() {
 		q.completedReclaim()
 	}
-	// The drain's guard (TXQ_AVAIL >= MAX_TX_DESC): refuse without an encap
-	// attempt while a worst-case packet might not fit, so a refused head
-	// costs no failed mapping and kicks no task.
-	if q.avail() < q.maxTxDesc() || !q.sendHeld() {
+	if q.avail() < q.maxTxDesc() {
 		q.st.inc(txDrainNoDesc, 1)
 		return false
 	}
-	orig := m
-	switch q.encap(&m) {
-	case nil:
-		q.dbCheck(true)
-	case errNoDesc:
-		if m == orig {
-			return false
-		}
-		q.held = m // the buf_ring holds orig, which defrag freed
-	}
-	return true
-}
-
-// sendHeld sends q.held if there is one; false means it still waits.
-// Preconditions: q.mu held.
-func (q *txq) sendHeld() bool {
-	if q.held == nil {
-		return true
-	}
-	switch q.encap(&q.held) {
-	case errNoDesc:
-		return false
-	case nil:
+	if q.encap(&m) == nil {
 		q.dbCheck(true)
 	}
-	q.held = nil
 	return true
 }
 

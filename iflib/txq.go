@@ -71,11 +71,6 @@ type txq struct {
 	bufs          [][]byte
 	pi            PktInfo
 	defrag        [MaxTxSegs]*Packet
-	// held is a packet that encap replaced (collapse or defrag) and then
-	// could not place for lack of descriptors, in drbr mode: the buf_ring
-	// still holds the old pointer, so the replacement waits here and goes
-	// out before anything else (drbr mode only; guarded by mu).
-	held *Packet
 
 	mpr  *mpring.Ring[*Packet]
 	drbr *bufring.DRBR[*Packet]
@@ -292,11 +287,6 @@ func (q *txq) freeAll() {
 			}
 			m.Free()
 		}
-	}
-	if q.held != nil {
-		q.st.inc(txOQDrops, 1)
-		q.held.Free()
-		q.held = nil
 	}
 	q.ring.zero()
 	if q.ctx.shared.Flags&FlagPreserveTxIdx != 0 {

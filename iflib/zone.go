@@ -2,6 +2,7 @@ package iflib
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -35,11 +36,11 @@ const (
 // (a quarantine) and remember where each was freed, so stale uses are
 // caught and reported.
 type Zone struct {
-	name  string
-	size  int
-	pkts  []Packet
-	mem   []byte
-	space busdma.Space
+	name   string
+	size   int
+	pkts   []Packet
+	chunks [][]byte // the clusters' memory, one chunk each (AllocChunks)
+	space  busdma.Space
 
 	mu      sync.Mutex
 	stack   []*Packet       // guarded by mu: the free packets
@@ -61,7 +62,11 @@ type ZoneDebug struct {
 	Report func(msg string)
 }
 
-// NewZone carves count clusters of clusterSize bytes from space.
+// NewZone carves count clusters of clusterSize bytes from space, each
+// contiguous in bus addresses (busdma's AllocChunks, as FreeBSD's jumbo
+// cluster zones are physically contiguous), so that a tag that allows
+// clusterSize bytes in one segment loads any of them as one segment.
+// Zone.Close gives the memory back.
 func NewZone(space busdma.Space, name string, clusterSize, count int) (*Zone, error) {
 	if space == nil {
 		return nil, cfgErr("Zone.space", nil, "nil address space")
@@ -70,14 +75,14 @@ func NewZone(space busdma.Space, name string, clusterSize, count int) (*Zone, er
 	if clusterSize <= 0 || count <= 0 || clusterSize > maxZoneBytes/count {
 		return nil, cfgErr("Zone.size", fmt.Sprintf("%d×%d", count, clusterSize), "cluster size and count must be positive and their product below 1 TiB")
 	}
-	mem, err := space.Alloc(clusterSize*count, clusterSize&-clusterSize)
+	chunks, err := space.AllocChunks(clusterSize, count, min(clusterSize&-clusterSize, pageSize))
 	if err != nil {
 		return nil, fmt.Errorf("iflib: zone %s: %w", name, err)
 	}
-	z := &Zone{name: name, size: clusterSize, pkts: make([]Packet, count), stack: make([]*Packet, 0, count), mem: mem, space: space}
+	z := &Zone{name: name, size: clusterSize, pkts: make([]Packet, count), stack: make([]*Packet, 0, count), chunks: chunks, space: space}
 	for i := range z.pkts {
 		p := &z.pkts[i]
-		p.cl = mem[i*clusterSize : (i+1)*clusterSize : (i+1)*clusterSize]
+		p.cl = chunks[i][:clusterSize:clusterSize]
 		p.zone = z
 		p.free.Store(true)
 		z.stack = append(z.stack, p)
@@ -316,10 +321,14 @@ func (z *Zone) Close() error {
 		return nil
 	}
 	z.closed = true
-	if f, ok := z.space.(interface{ Free([]byte) error }); ok {
-		return f.Free(z.mem)
+	var errs []error
+	for _, c := range z.chunks {
+		if err := z.space.Free(c); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	z.chunks = nil
+	return errors.Join(errs...)
 }
 
 // ZoneCache is a per-queue (or per-goroutine) cache in front of a Zone,

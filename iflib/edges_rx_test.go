@@ -1,0 +1,265 @@
+package iflib_test
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Regression tests for the receive path (issue 11 items 17–20, issue 17
+// items 1 and 2, and FreeBSD's rxeof error-path leak).
+
+// collector is an input callback that keeps copies of what it receives.
+type collector struct {
+	mu     sync.Mutex
+	frames [][]byte
+	hold   bool // keep the packets instead of freeing them
+	held   []*iflib.Packet
+}
+
+func (c *collector) input(_ int, pkts []*iflib.Packet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range pkts {
+		var b []byte
+		for q := p; q != nil; q = q.Next {
+			b = append(b, q.Bytes()...)
+		}
+		c.frames = append(c.frames, b)
+		if c.hold {
+			c.held = append(c.held, p)
+		} else {
+			p.Free()
+		}
+	}
+}
+
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.frames)
+}
+
+func (c *collector) release() {
+	c.mu.Lock()
+	held := c.held
+	c.held, c.hold = nil, false
+	c.mu.Unlock()
+	for _, p := range held {
+		p.Free()
+	}
+}
+
+func frame(n int, tag byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = tag ^ byte(i*7)
+	}
+	return b
+}
+
+func rxStats(t testing.TB, ctx *iflib.Context) iflib.RxQueueStats {
+	t.Helper()
+	st, err := ctx.RxQueueStats(0)
+	require.NoError(t, err)
+	return st
+}
+
+// Item 17: a driver that names the same slot twice is a driver error:
+// counted, the interface reset; never a panic. The packets rxeof had
+// collected before it are delivered (FreeBSD's error path leaks them).
+func TestRxDuplicateSlotIsDriverError(t *testing.T) {
+	var c collector
+	f := newFake(t, fakeOpts{input: c.input, cfg: iflib.Config{RxBudget: 32}})
+	var bad atomic.Bool
+	f.pktGet = func(ri *iflib.RxdInfo) error {
+		if ri.NFrags == 2 && bad.CompareAndSwap(true, false) {
+			ri.Frags[1] = ri.Frags[0]
+		}
+		return nil
+	}
+	require.NoError(t, f.ctx.Init())
+	f.mu.Lock()
+	f.noRxIntr = true // let frames pile up, then one rxeof takes them all
+	f.mu.Unlock()
+	for i := 0; i < 3; i++ {
+		require.True(t, f.rx(frame(300, byte(i))))
+	}
+	bad.Store(true)
+	require.True(t, f.rx(frame(3000, 9))) // two buffers
+	f.ctx.RxIntr(0)
+	eventually(t, "a reset", func() bool { return f.ctx.Resets() >= 1 })
+	require.Equal(t, 3, c.count(), "the good packets before the bad one are delivered")
+	require.GreaterOrEqual(t, rxStats(t, f.ctx).IErrors, uint64(1))
+	f.mu.Lock()
+	f.noRxIntr = false
+	f.mu.Unlock()
+	eventually(t, "running after the reset", f.ctx.Running)
+	require.True(t, f.rx(frame(300, 5)))
+	eventually(t, "a frame after the reset", func() bool { return c.count() == 4 })
+	f.close()
+}
+
+// Item 18: FreeBSD's pad convention: irf_len excludes the pad, iri_len
+// includes it (enetc sets iri_len = size + pad, iri_pad = pad). A padding
+// driver's frames arrive intact, on the copy path and the hand-up path.
+func TestRxPadConvention(t *testing.T) {
+	var c collector
+	f := newFake(t, fakeOpts{input: c.input})
+	f.rxPad = 2
+	require.NoError(t, f.ctx.Init())
+	want := [][]byte{frame(60, 1), frame(1000, 2), frame(2046, 3), frame(5000, 4)}
+	for _, w := range want {
+		require.True(t, f.rx(w))
+	}
+	eventually(t, "4 frames", func() bool { return c.count() == 4 })
+	for i, w := range want {
+		require.True(t, bytes.Equal(w, c.frames[i]), "frame %d differs", i)
+	}
+	st := rxStats(t, f.ctx)
+	require.Zero(t, st.IErrors)
+	require.Zero(t, f.ctx.Resets())
+	require.Equal(t, uint64(60+1000+2046+5000), st.IBytes, "ibytes exclude the pad")
+	f.close()
+}
+
+// Item 19: a zero-length frame is counted as an error, not received and
+// then lost. Frames the device flags (Discard) are recycled and counted.
+func TestRxZeroLengthAndDiscard(t *testing.T) {
+	var c collector
+	f := newFake(t, fakeOpts{input: c.input})
+	var mode atomic.Int32 // 1: zero length, 2: discard
+	f.pktGet = func(ri *iflib.RxdInfo) error {
+		switch mode.Swap(0) {
+		case 1:
+			ri.Frags[0].Len, ri.Len = 0, 0
+		case 2:
+			ri.Discard = true
+		}
+		return nil
+	}
+	require.NoError(t, f.ctx.Init())
+	mode.Store(1)
+	require.True(t, f.rx(frame(100, 1)))
+	eventually(t, "zero-length counted", func() bool { return rxStats(t, f.ctx).IErrors == 1 })
+	mode.Store(2)
+	require.True(t, f.rx(frame(1000, 2)))
+	eventually(t, "discard counted", func() bool { return rxStats(t, f.ctx).Discards == 1 })
+	require.True(t, f.rx(frame(1000, 3)))
+	eventually(t, "a good frame", func() bool { return c.count() == 1 })
+	st := rxStats(t, f.ctx)
+	require.Equal(t, uint64(2), st.IErrors)
+	require.Equal(t, uint64(1), st.IPackets)
+	require.Zero(t, f.ctx.Resets(), "neither is a reason to reset")
+	require.Equal(t, frame(1000, 3), c.frames[0])
+	f.close()
+}
+
+// Item 20: impossible RX buffer sizes are refused at Register; others are
+// rounded up to a standard cluster size, as m_getzone does.
+func TestRxBufSizeRounding(t *testing.T) {
+	var c collector
+	f := newFake(t, fakeOpts{rxBuf: 16, input: c.input})
+	require.Equal(t, iflib.MCLBytes, f.ctx.Softc().RxdBufSize[0])
+	require.NoError(t, f.ctx.Init())
+	require.True(t, f.rx(frame(1500, 7)))
+	eventually(t, "a 1500-byte frame with 16-byte buffers asked", func() bool { return c.count() == 1 })
+	f.close()
+
+	f = newFake(t, fakeOpts{rxBuf: 3000})
+	require.Equal(t, iflib.MJumPageSize, f.ctx.Softc().RxdBufSize[0])
+	f.close()
+
+	_, err := tryFake(t, fakeOpts{rxBuf: 20000})
+	require.ErrorIs(t, err, iflib.ErrConfig)
+}
+
+// Issue 17 item 1: the stack holds received packets until the free list
+// drains to zero credits (the zone runs dry), then releases them. The next
+// refill must post descriptor d with the buffer of slot d: every frame
+// arrives, in order, with no reset and no error.
+func TestFreeListDrainToEmptyAndRefill(t *testing.T) {
+	for _, nrxd := range []int{64, 256} {
+		c := &collector{hold: true}
+		f := newFake(t, fakeOpts{nrxd: nrxd, input: c.input, cfg: iflib.Config{RxZoneSize: nrxd}})
+		require.NoError(t, f.ctx.Init())
+		sent := 0
+		send := func() bool {
+			ok := f.rx(frame(1000, byte(sent)))
+			if ok {
+				sent++
+			}
+			return ok
+		}
+		// Receive until the zone is dry and every posted buffer was used.
+		credits := func() int64 {
+			v, _ := f.ctx.SysctlValue("dev.fake.0.iflib.rxq0.rxq_fl0.credits")
+			return v.(int64)
+		}
+		eventually(t, "the free list drained to zero credits", func() bool {
+			for send() {
+			}
+			return rxStats(t, f.ctx).AllocFails > 0 && c.count() == sent && credits() == 0
+		})
+		c.release()
+		// The watchdog retries the refill; then traffic flows again.
+		for i := 0; i < 3*nrxd; i++ {
+			eventually(t, "a posted buffer", send)
+			eventually(t, "frame delivered", func() bool { return c.count() == sent })
+		}
+		require.Zero(t, f.ctx.Resets(), "nrxd %d: spurious reset", nrxd)
+		st := rxStats(t, f.ctx)
+		require.Zero(t, st.IErrors)
+		for i, b := range c.frames {
+			require.True(t, bytes.Equal(frame(1000, byte(i)), b), "nrxd %d: frame %d corrupted", nrxd, i)
+		}
+		f.close()
+	}
+}
+
+// Issue 17 item 2: jumbo clusters on physically scattered memory must be
+// loadable in one segment (carved contiguous) or refused at Register; they
+// never wedge RX. And a refill that keeps failing backs off instead of
+// retrying every millisecond.
+func TestJumboClustersOnScatteredMemory(t *testing.T) {
+	for _, size := range []int{9216, 3000} {
+		space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 64 << 20, ContigSize: 4 << 20, Layout: busdma.LayoutScattered})
+		require.NoError(t, err)
+		var c collector
+		f, err := tryFake(t, fakeOpts{space: space, rxBuf: size, nrxd: 64, input: c.input, cfg: iflib.Config{RxZoneSize: 256}})
+		if err != nil {
+			require.ErrorIs(t, err, iflib.ErrConfig, "size %d", size)
+			continue
+		}
+		require.NoError(t, f.ctx.Init())
+		for i := 0; i < 300; i++ {
+			eventually(t, "a posted buffer", func() bool { return f.rx(frame(8000, byte(i))) })
+		}
+		eventually(t, "300 jumbo frames", func() bool { return c.count() == 300 })
+		require.Zero(t, rxStats(t, f.ctx).LoadFails)
+		f.close()
+	}
+}
+
+func TestRxRefillBackoff(t *testing.T) {
+	c := &collector{hold: true}
+	f := newFake(t, fakeOpts{nrxd: 64, input: c.input, cfg: iflib.Config{RxZoneSize: 64, TimerInterval: time.Hour}})
+	require.NoError(t, f.ctx.Init())
+	for f.rx(frame(1000, 1)) {
+	}
+	eventually(t, "the zone dry", func() bool { return rxStats(t, f.ctx).AllocFails > 0 })
+	w0 := rxStats(t, f.ctx).Watchdogs
+	time.Sleep(300 * time.Millisecond)
+	w1 := rxStats(t, f.ctx).Watchdogs
+	require.Less(t, w1-w0, uint64(30), "a failing refill retried every millisecond")
+	c.release()
+	eventually(t, "refilled", func() bool { return f.rx(frame(1000, 2)) })
+	f.close()
+}

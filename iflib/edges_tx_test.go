@@ -1,0 +1,260 @@
+package iflib_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Regression tests for the transmit path (issue 11 items 11–16 and
+// FreeBSD's own TX bugs).
+
+// chain builds a packet of n buffers of size bytes each from z, filled
+// with a pattern, and returns it with its bytes.
+func chain(t testing.TB, z *iflib.Zone, n, size int) (*iflib.Packet, []byte) {
+	t.Helper()
+	var head, tail *iflib.Packet
+	var want []byte
+	for i := 0; i < n; i++ {
+		p, err := z.Get()
+		require.NoError(t, err)
+		b := make([]byte, size)
+		for j := range b {
+			b[j] = byte(i*31 + j)
+		}
+		p.Append(b)
+		want = append(want, b...)
+		if head == nil {
+			head = p
+		} else {
+			tail.Next = p
+		}
+		tail = p
+	}
+	head.Hdr.Len = len(want)
+	return head, want
+}
+
+func txStats(t testing.TB, ctx *iflib.Context) iflib.TxQueueStats {
+	t.Helper()
+	st, err := ctx.TxQueueStats(0)
+	require.NoError(t, err)
+	return st
+}
+
+func (f *fakeNIC) setHold(h bool) {
+	f.mu.Lock()
+	f.hold = h
+	f.mu.Unlock()
+}
+
+// Items 11 and 12: a chain of more full buffers than the tag allows
+// (5 × 1500 bytes, 4 segments) cannot be collapsed; FreeBSD then
+// defragments it (m_defrag) and sends it. With the descriptors short at
+// that moment, simple mode drops the replacement chain (not the freed
+// original: no double free, no leak), and drbr and mpring keep it and send
+// it intact once descriptors free up.
+func TestDefragAfterCollapseFailsAndNoDescriptors(t *testing.T) {
+	for _, mode := range []iflib.TxMode{iflib.TxModeSimple, iflib.TxModeDRBR, iflib.TxModeMPRing} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFake(t, fakeOpts{ntxd: 64, segs: 4, cfg: iflib.Config{TxMode: mode}})
+			z := f.zone(iflib.MCLBytes, 256)
+			require.NoError(t, f.ctx.Init())
+			f.setHold(true)
+			// Fill the ring to 2 free descriptors (64 - pad 2 - 60).
+			for i := 0; i < 60; i++ {
+				require.NoError(t, f.ctx.Transmit(pkt(t, z, 60, byte(i))))
+			}
+			// simple encaps all 60; mpring and drbr stop at 59, when fewer
+			// than MAX_TX_DESC (4) descriptors remain, and queue the rest.
+			onRing := uint64(59)
+			if mode == iflib.TxModeSimple {
+				onRing = 60
+			}
+			eventually(t, "the ring full", func() bool { return txStats(t, f.ctx).OPackets == onRing })
+			m, want := chain(t, z, 5, 1500)
+			err := f.ctx.Transmit(m)
+			if mode == iflib.TxModeSimple {
+				require.ErrorIs(t, err, iflib.ErrNoBufs)
+			} else {
+				require.NoError(t, err)
+			}
+			f.setHold(false)
+			f.complete(-1)
+			if mode != iflib.TxModeSimple {
+				eventually(t, "the defragmented chain on the wire", func() bool { return len(f.sent()) == 61 })
+				require.True(t, bytes.Equal(want, f.sent()[60]), "defragmented frame differs")
+				require.GreaterOrEqual(t, txStats(t, f.ctx).MbufDefrag, uint64(1))
+			}
+			require.Zero(t, z.Stats().DoubleFrees)
+			require.NoError(t, f.ctx.Stop())
+			f.close(z)
+		})
+	}
+}
+
+// Item 12 on its own: the 5 × 1500-byte chain with 4 segments is sent.
+func TestCollapseFailureFallsThroughToDefrag(t *testing.T) {
+	f := newFake(t, fakeOpts{segs: 4})
+	z := f.zone(iflib.MCLBytes, 64)
+	require.NoError(t, f.ctx.Init())
+	m, want := chain(t, z, 5, 1500)
+	require.NoError(t, f.ctx.Transmit(m))
+	eventually(t, "the frame", func() bool { return len(f.sent()) == 1 })
+	require.Equal(t, want, f.sent()[0])
+	st := txStats(t, f.ctx)
+	require.Equal(t, uint64(1), st.MbufDefrag)
+	require.Zero(t, st.MbufDefragFailed)
+	f.close(z)
+}
+
+// The driver's EFBIG retries once after m_defrag and keeps IPI_TX_INTR
+// (FreeBSD's goto defrag keeps ipi_flags).
+func TestDriverEFBIGRetryKeepsFlags(t *testing.T) {
+	f := newFake(t, fakeOpts{cfg: iflib.Config{NoTxBatch: true}})
+	z := f.zone(iflib.MCLBytes, 64)
+	calls := 0
+	var flags []uint8
+	f.encapHook = func(pi *iflib.PktInfo) error {
+		calls++
+		flags = append(flags, pi.Flags)
+		if calls == 1 {
+			return iflib.ErrEncapTooBig
+		}
+		return nil
+	}
+	require.NoError(t, f.ctx.Init())
+	m, want := chain(t, z, 3, 100)
+	require.NoError(t, f.ctx.Transmit(m))
+	eventually(t, "the frame", func() bool { return len(f.sent()) == 1 })
+	require.Equal(t, want, f.sent()[0])
+	require.Equal(t, 2, calls)
+	require.NotZero(t, flags[1]&iflib.IPITxIntr, "IPI_TX_INTR lost on the retry")
+	f.close(z)
+}
+
+// Item 13: the doorbell decision is per packet; with min_tx_latency no
+// descriptor is left behind the doorbell at the end of a drain, and
+// without it the timer's laggard kick rings a deferred doorbell (FreeBSD
+// can leave it pending when no completion follows).
+func TestNoDescriptorLeftBehindDoorbell(t *testing.T) {
+	for _, minLat := range []bool{true, false} {
+		name := "deferred"
+		if minLat {
+			name = "min_tx_latency"
+		}
+		t.Run(name, func(t *testing.T) {
+			timer := time.Hour
+			if !minLat {
+				timer = 2 * time.Millisecond
+			}
+			f := newFake(t, fakeOpts{cfg: iflib.Config{MinTxLatency: minLat, TxAbdicate: true, TimerInterval: timer}})
+			z := f.zone(iflib.MCLBytes, 256)
+			require.NoError(t, f.ctx.Init())
+			f.setHold(true)
+			for i := 0; i < 100; i++ {
+				require.NoError(t, f.ctx.Transmit(pkt(t, z, 60, byte(i))))
+			}
+			eventually(t, "100 encapsulated", func() bool { return txStats(t, f.ctx).OPackets == 100 })
+			eventually(t, "every descriptor behind the doorbell", func() bool {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return f.txTail == 100
+			})
+			f.setHold(false)
+			f.complete(-1)
+			require.NoError(t, f.ctx.Stop())
+			f.close(z)
+		})
+	}
+}
+
+// Item 14: the forced reclaim keeps the nsegments lag. Credits that end
+// inside a packet (head write-back) must not let iflib unload a packet the
+// device is still reading: the checker would report the device's reads of
+// the rest. FreeBSD's reclaim_force admits a negative DESC_RECLAIMABLE
+// (ift_cleaned going backwards); here it is nothing.
+func TestForcedReclaimKeepsLag(t *testing.T) {
+	f := newFake(t, fakeOpts{ntxd: 64, segs: 4, cfg: iflib.Config{TxMode: iflib.TxModeSimple}})
+	z := f.zone(iflib.MCLBytes, 256)
+	require.NoError(t, f.ctx.Init())
+	f.setHold(true)
+	for i := 0; i < 15; i++ {
+		m, _ := chain(t, z, 4, 100)
+		require.NoError(t, f.ctx.Transmit(m))
+	}
+	require.Equal(t, 2, f.complete(2), "the device reads half of the first packet")
+	m, _ := chain(t, z, 4, 100)
+	require.ErrorIs(t, f.ctx.Transmit(m), iflib.ErrNoBufs)
+	v, _ := f.ctx.SysctlValue("dev.fake.0.iflib.txq0.txq_cleaned")
+	require.Zero(t, v, "reclaim must lag the credits by nsegments")
+	f.setHold(false)
+	f.complete(-1) // the device reads the rest of the first packet: still mapped
+	require.Len(t, f.sent(), 15)
+	require.NoError(t, f.ctx.Stop())
+	f.close(z)
+}
+
+// Item 16: bad packets get typed errors that say what is wrong.
+func TestTransmitBadPackets(t *testing.T) {
+	f := newFake(t, fakeOpts{})
+	z := f.zone(iflib.MCLBytes, 64)
+	require.NoError(t, f.ctx.Init())
+
+	require.ErrorIs(t, f.ctx.Transmit(&iflib.Packet{}), iflib.ErrForeignPacket)
+
+	p := pkt(t, z, 100, 1)
+	p.Hdr.Len = -5
+	require.ErrorIs(t, f.ctx.Transmit(p), iflib.ErrBadLength)
+	p = pkt(t, z, 100, 1)
+	p.Hdr.Len = 50 // short
+	require.ErrorIs(t, f.ctx.Transmit(p), iflib.ErrBadLength)
+	p = pkt(t, z, 100, 1)
+	p.Hdr.Len = 5000 // long
+	require.ErrorIs(t, f.ctx.Transmit(p), iflib.ErrBadLength)
+
+	other, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
+	require.NoError(t, err)
+	oz, err := iflib.NewZone(other, "elsewhere", iflib.MCLBytes, 4)
+	require.NoError(t, err)
+	err = f.ctx.Transmit(pkt(t, oz, 100, 1))
+	require.ErrorIs(t, err, iflib.ErrWrongSpace)
+	require.ErrorIs(t, err, busdma.ErrNotInSpace)
+	require.Equal(t, 4, oz.Available(), "freed")
+
+	// Use after free: a failed Transmit freed p; retrying it is refused.
+	p = pkt(t, z, 100, 1)
+	p.Hdr.Len = 1
+	require.ErrorIs(t, f.ctx.Transmit(p), iflib.ErrBadLength)
+	require.ErrorIs(t, f.ctx.Transmit(p), iflib.ErrUseAfterFree)
+
+	st := txStats(t, f.ctx)
+	require.Equal(t, uint64(6), st.OErrors, "foreign, three bad lengths, wrong space, bad length")
+	require.Empty(t, f.sent())
+	f.close(z, oz)
+}
+
+// iflib_ether_pad: FreeBSD frees the mbuf and returns ENOBUFS, which the
+// drain takes for "keep it" (a use after free). Here a runt is padded (in
+// place or in a new buffer, as m_append does), and when no buffer can be
+// had it is freed, counted and reported as ErrNoMem.
+func TestEtherPad(t *testing.T) {
+	f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: iflib.TxModeSimple}, etherPad: true})
+	require.NoError(t, f.ctx.Init())
+	roomy := f.zone(128, 4)
+	require.NoError(t, f.ctx.Transmit(pkt(t, roomy, 20, 1)))
+	eventually(t, "padded frame", func() bool { return len(f.sent()) == 1 })
+	require.Len(t, f.sent()[0], 60)
+	require.Equal(t, make([]byte, 40), f.sent()[0][20:], "pad is zeros")
+
+	tight := f.zone(32, 1) // no trailing space, and no second buffer
+	require.ErrorIs(t, f.ctx.Transmit(pkt(t, tight, 32, 1)), iflib.ErrNoMem)
+	require.Equal(t, 1, tight.Available())
+	require.Zero(t, tight.Stats().DoubleFrees)
+	f.close(roomy, tight)
+}
