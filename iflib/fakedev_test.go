@@ -184,9 +184,9 @@ func (f *fakeNIC) Stop(ctx *iflib.Context) {
 	f.mu.Unlock()
 	ctx.LinkStateChange(iflib.LinkStateDown, 0)
 }
-func (f *fakeNIC) IntrEnable(*iflib.Context)    {}
-func (f *fakeNIC) IntrDisable(*iflib.Context)   {}
-func (f *fakeNIC) Detach(*iflib.Context) error  { return nil }
+func (f *fakeNIC) IntrEnable(*iflib.Context)   {}
+func (f *fakeNIC) IntrDisable(*iflib.Context)  {}
+func (f *fakeNIC) Detach(*iflib.Context) error { return nil }
 func (f *fakeNIC) setLink(up bool, ctx *iflib.Context) {
 	if up {
 		ctx.LinkStateChange(iflib.LinkStateUp, 1e9)
