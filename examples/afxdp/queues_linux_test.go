@@ -1,0 +1,94 @@
+package afxdp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// TestTwoQueues: one socket per configured queue id; frames arriving on
+// either queue reach iflib, and transmits spread over both TX queues by
+// flow id.
+func TestTwoQueues(t *testing.T) {
+	needAFXDP(t)
+	rig := newRig(t, RigConfig{Queues: 2})
+	p := rig.Pairs[0]
+	u, err := NewUMEM(UMEMConfig{Frames: 4096})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, u.Close()) }()
+	txz, err := u.NewZone("tx", 256)
+	require.NoError(t, err)
+	sk := newSink()
+	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, QueueIDs: []int{0, 1}, NRxd: 128, NTxd: 128, Checker: checker(t)},
+		iflib.Attachment{Input: sk.input, Config: iflib.Config{RxZoneSize: 512}})
+	require.NoError(t, err)
+	ctx := d.Context()
+	require.Equal(t, 2, ctx.NumRxQueues())
+	require.NoError(t, ctx.Init())
+	require.Equal(t, 2, xskCount(t, rig), "one socket per queue")
+	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
+
+	raw, err := rig.OpenRaw(p.B)
+	require.NoError(t, err)
+	defer raw.Close()
+	buf := make([]byte, 128)
+	const n = 500
+	for i := 0; i < n; i++ {
+		for raw.Send(TestFrame(buf, 100, p.AMAC, p.BMAC, uint64(i))) != nil {
+			time.Sleep(50 * time.Microsecond)
+		}
+		if i%32 == 31 {
+			waitFor(t, time.Second, func() bool { return sk.count() >= i-64 })
+		}
+	}
+	require.True(t, waitFor(t, 5*time.Second, func() bool { return sk.count() >= n }), "received %d of %d", sk.count(), n)
+
+	for i := 0; i < 200; i++ {
+		m, err := txz.Get()
+		for err != nil {
+			time.Sleep(time.Millisecond)
+			m, err = txz.Get()
+		}
+		m.Append(TestFrame(buf, 100, p.BMAC, p.AMAC, uint64(i)))
+		m.Hdr.FlowID, m.Hdr.HashType = uint32(i), iflib.HashOpaque
+		require.NoError(t, ctx.Transmit(m))
+	}
+	for q := 0; q < 2; q++ {
+		st, err := ctx.TxQueueStats(q)
+		require.NoError(t, err)
+		assert.NotZero(t, st.OPackets, "TX queue %d sent nothing", q)
+	}
+	require.NoError(t, ctx.Detach())
+	assert.Zero(t, xskCount(t, rig))
+}
+
+// TestLinkState: the driver follows the interface's operational state:
+// the peer going down takes the link down (Transmit fails with
+// ErrLinkDown), and back up.
+func TestLinkState(t *testing.T) {
+	needAFXDP(t)
+	rig := newRig(t, RigConfig{})
+	p := rig.Pairs[0]
+	u, err := NewUMEM(UMEMConfig{Frames: 2048})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, u.Close()) }()
+	txz, err := u.NewZone("tx", 8)
+	require.NoError(t, err)
+	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 64, NTxd: 64}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
+	require.NoError(t, err)
+	ctx := d.Context()
+	require.NoError(t, ctx.Init())
+	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
+	require.NoError(t, rig.SetLink(p.B, false))
+	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateDown }), "link stayed %v", ctx.LinkState())
+	m, _ := txz.Get()
+	m.Append(make([]byte, 60))
+	assert.ErrorIs(t, ctx.Transmit(m), iflib.ErrLinkDown)
+	require.NoError(t, rig.SetLink(p.B, true))
+	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }), "link stayed %v", ctx.LinkState())
+	require.NoError(t, ctx.Detach())
+}
