@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/goiflib/goiflib/iflib"
 )
 
 // BenchmarkXDPForward: forwarding 64-byte frames from veth pair 0 to pair
@@ -31,7 +33,7 @@ func benchForward(b *testing.B, fw string, mode XDPMode) {
 		b.Fatal(err)
 	}
 	defer fx.close()
-	stop, err := fx.start(fw, mode, DefaultNRxd, DefaultNTxd)
+	stop, err := fx.start(fw, mode, DefaultNRxd, DefaultNTxd, iflib.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

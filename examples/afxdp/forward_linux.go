@@ -27,6 +27,10 @@ type ForwardOptions struct {
 	Interval time.Duration
 	// Progress, if set, receives a live rate every Interval.
 	Progress func(Rate)
+	// Iflib is the iflib configuration of both forwarding drivers (the
+	// zero value is FreeBSD's defaults); Unit and RxZoneSize are set by
+	// RunForward.
+	Iflib iflib.Config
 }
 
 // Rate is one live window of a forwarding measurement.
@@ -140,7 +144,7 @@ func (f *fwdFixture) sinkCount() (uint64, error) {
 }
 
 // start starts a forwarder; stop removes it.
-func (f *fwdFixture) start(fw string, mode XDPMode, nrxd, ntxd int) (stop func() error, err error) {
+func (f *fwdFixture) start(fw string, mode XDPMode, nrxd, ntxd int, cfg iflib.Config) (stop func() error, err error) {
 	p0, p1 := f.rig.Pairs[0], f.rig.Pairs[1]
 	switch fw {
 	case "hand":
@@ -155,14 +159,14 @@ func (f *fwdFixture) start(fw string, mode XDPMode, nrxd, ntxd int) (stop func()
 		}
 		return func() error { return errors.Join(h.close(), u.Close()) }, nil
 	case "iflib":
-		return startIflibForwarder(f.rig, mode, nrxd, ntxd)
+		return startIflibForwarder(f.rig, mode, nrxd, ntxd, cfg)
 	}
 	return nil, fmt.Errorf("%w: forwarder %q", ErrConfig, fw)
 }
 
 // startIflibForwarder attaches a driver to each A end on one UMEM and
 // forwards from pair 0 to pair 1 in the input callback.
-func startIflibForwarder(rig *Rig, mode XDPMode, nrxd, ntxd int) (func() error, error) {
+func startIflibForwarder(rig *Rig, mode XDPMode, nrxd, ntxd int, cfg iflib.Config) (func() error, error) {
 	p0, p1 := rig.Pairs[0], rig.Pairs[1]
 	const outRx = 64
 	zoneA, zoneB := 2*nrxd+1024, 2*outRx
@@ -171,7 +175,7 @@ func startIflibForwarder(rig *Rig, mode XDPMode, nrxd, ntxd int) (func() error, 
 		return nil, err
 	}
 	b, err := Attach(Config{Interface: p1.A, NetNS: rig.NetNSPath(), UMEM: u, XDPMode: mode, NRxd: outRx, NTxd: ntxd},
-		iflib.Attachment{Config: iflib.Config{Unit: 1, RxZoneSize: zoneB}})
+		iflib.Attachment{Config: withUnit(cfg, 1, zoneB)})
 	if err != nil {
 		_ = u.Close()
 		return nil, err
@@ -180,7 +184,7 @@ func startIflibForwarder(rig *Rig, mode XDPMode, nrxd, ntxd int) (func() error, 
 	var dst [6]byte
 	copy(dst[:], p1.BMAC)
 	a, err := Attach(Config{Interface: p0.A, NetNS: rig.NetNSPath(), UMEM: u, XDPMode: mode, NRxd: nrxd, NTxd: 64},
-		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: zoneA}, Input: func(_ int, pkts []*iflib.Packet) {
+		iflib.Attachment{Config: withUnit(cfg, 0, zoneA), Input: func(_ int, pkts []*iflib.Packet) {
 			for _, m := range pkts {
 				copy(m.Bytes()[0:6], dst[:])
 				_ = ctxB.Transmit(m) // a refused packet is freed and counted by iflib
@@ -202,6 +206,11 @@ func startIflibForwarder(rig *Rig, mode XDPMode, nrxd, ntxd int) (func() error, 
 	return stop, nil
 }
 
+func withUnit(c iflib.Config, unit, zone int) iflib.Config {
+	c.Unit, c.RxZoneSize = unit, zone
+	return c
+}
+
 // cpuTime is the process's user + system time.
 func cpuTime() time.Duration {
 	var ru unix.Rusage
@@ -211,7 +220,7 @@ func cpuTime() time.Duration {
 
 // run measures one forwarder for opts.Duration after a warm-up.
 func (f *fwdFixture) run(ctx context.Context, fw string, mode XDPMode, opts ForwardOptions) (Result, error) {
-	stop, err := f.start(fw, mode, opts.NRxd, opts.NTxd)
+	stop, err := f.start(fw, mode, opts.NRxd, opts.NTxd, opts.Iflib)
 	if err != nil {
 		return Result{}, err
 	}
