@@ -262,6 +262,15 @@ func (fl *freeList) fragToSD(f RxdFrag, unload bool) *Packet {
 	return p
 }
 
+// skip moves the consumer index past n descriptors the driver consumed
+// without a valid description (a driver error being reset); their slots
+// stay posted until the reset frees them.
+func (fl *freeList) skip(n int) {
+	n = min(max(n, 0), fl.size)
+	fl.cidx = (fl.cidx + n) & fl.mask
+	fl.cidxA.Store(int64(fl.cidx))
+}
+
 // bufsFree is iflib_fl_bufs_free: POSTREAD, unload and free every
 // attached cluster, reset the indices and zero the ring (synced around the
 // zeroing, so that the device's last write-backs are not written back over

@@ -41,6 +41,10 @@ type rxq struct {
 	// RX watchdog backs off exponentially from 1 ms (FreeBSD: one tick) so
 	// that a refill that keeps failing does not spin.
 	emptyRuns int
+	// errHeld says the last RxdPktGet failed and, as em does, left the
+	// packet's descriptors in place: stop counts that packet once, as the
+	// error it is, not again as a stop discard.
+	errHeld bool
 
 	st counters[rxCounter]
 }
@@ -90,10 +94,13 @@ func (q *rxq) stop() {
 	}
 	q.emptyRuns = 0
 	if len(q.fls) > 0 {
-		if n := q.rxdAvail(q.fls[0].cidx, q.fls[0].size); n > 0 {
-			q.st.inc(rxStopDiscards, uint64(n))
+		n := q.rxdAvail(q.fls[0].cidx, q.fls[0].size)
+		if q.errHeld && n > 0 {
+			n-- // the packet the driver failed on, already in ierrors
 		}
+		q.st.inc(rxStopDiscards, uint64(n))
 	}
+	q.errHeld = false
 	for _, fl := range q.fls {
 		fl.bufsFree()
 	}
@@ -188,12 +195,21 @@ func (q *rxq) rxeof(budget int) int {
 		}
 		ri := &q.ri
 		*ri = RxdInfo{QSIdx: q.id, CIdx: fl0.cidx, Frags: q.frags[:]}
-		if err := c.txrx.RxdPktGet(ri); err != nil || !q.validate(ri) {
+		err := c.txrx.RxdPktGet(ri)
+		if err != nil || !q.validate(ri) {
 			// The driver could not describe the packet (em returns EBADMSG
-			// for a frame error) or lied: reset the interface. FreeBSD's
+			// for a frame error, leaving its descriptors) or described it
+			// wrongly (then it consumed them, so the consumer index moves
+			// past them: the frames behind it can still be counted at
+			// stop). Either way: count it and reset the interface. FreeBSD's
 			// error path leaks the packets it had collected; they are
 			// delivered first here.
 			q.st.inc(rxIErrors, 1)
+			if err == nil {
+				fl0.skip(ri.NFrags)
+			} else {
+				q.errHeld = true
+			}
 			q.deliver()
 			c.requestReset(q)
 			return 0

@@ -39,7 +39,9 @@ type TxRx interface {
 	// ri.Len = ri.Pad + the lengths) before it touches a slot. An error, or
 	// a description that fails validation, makes iflib count it (ierrors)
 	// and reset the interface (IFC_DO_RESET); set ri.Discard instead to
-	// drop a bad frame without a reset.
+	// drop a bad frame without a reset. On an error, leave the packet's
+	// descriptors unconsumed (em's EBADMSG does): the frames from there on
+	// are then counted as rx_stop_discards when the reset stops the queue.
 	RxdPktGet(ri *RxdInfo) error
 	// RxdRefill is ift_rxd_refill: write iru.Count buffer addresses into
 	// free list iru.FLIdx of RX queue iru.QSIdx at descriptors starting at
