@@ -7,8 +7,9 @@ import (
 
 // AllocatorOptions configures an Allocator. The zero value is the default.
 type AllocatorOptions struct {
-	// Behavior chooses iflib's intended behaviour (default) or FreeBSD's
-	// exact code; see Behavior for the four differences.
+	// Behavior chooses iflib's intended behaviour (default), FreeBSD's exact
+	// code, or the code before D24094; see Behavior. Place refuses any other
+	// value (ErrBehavior).
 	Behavior Behavior
 }
 
@@ -50,7 +51,9 @@ func (a *Allocator) Topology() *Topology { return a.topo }
 
 // Next reports the registry entry for set: the CPU the next device without
 // a core_offset will start at, and the entry's refcount. ok is false when
-// there is no entry (the next device starts at set.First()).
+// there is no entry (the next device starts at set.First()). Under
+// BeforeD24094 next is the queue offset instead, an index into set (modulo
+// its size), as get_ctx_core_offset kept it then.
 func (a *Allocator) Next(set CPUSet) (next, refcount int, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -66,14 +69,18 @@ func (a *Allocator) Next(set CPUSet) (next, refcount int, ok bool) {
 // A device without a core_offset is entered in the registry and must be
 // Released when it detaches; Release is harmless for the others.
 //
-// Errors: ErrQueueCount, ErrEmptyCPUSet, ErrCPUNotInTopology, and
-// *OffsetError (ErrCoreOffset). On error the registry is unchanged.
+// Errors: ErrQueueCount, ErrEmptyCPUSet, ErrCPUNotInTopology, ErrBehavior
+// and *OffsetError (ErrCoreOffset). On error the registry is unchanged.
 func (a *Allocator) Place(req Request) (*Placement, error) {
 	if a == nil || a.topo == nil {
 		return nil, ErrEmptyCPUSet
 	}
-	if req.RxQueues < 1 || req.RxQueues > MaxQueues || req.TxQueues < 1 || req.TxQueues > MaxQueues {
-		return nil, fmt.Errorf("%w: %d RX, %d TX (want 1..%d each)", ErrQueueCount, req.RxQueues, req.TxQueues, MaxQueues)
+	if !a.opts.Behavior.valid() {
+		return nil, fmt.Errorf("%w: %d", ErrBehavior, int(a.opts.Behavior))
+	}
+	if req.RxQueues < 0 || req.RxQueues > MaxQueues || req.TxQueues < 0 || req.TxQueues > MaxQueues ||
+		req.RxQueues+req.TxQueues == 0 {
+		return nil, fmt.Errorf("%w: %d RX, %d TX (want 0..%d each, at least one queue)", ErrQueueCount, req.RxQueues, req.TxQueues, MaxQueues)
 	}
 	set, physical := a.topo.IntrCPUs()
 	if req.CPUs != nil {
@@ -87,6 +94,9 @@ func (a *Allocator) Place(req Request) (*Placement, error) {
 	}
 	b := a.opts.Behavior
 	pol := req.Policy
+	if b == BeforeD24094 {
+		return a.placeBeforeD24094(req, set, physical)
+	}
 	widened := false
 	if b == Intended && pol.UseLogicalCores && !pol.SeparateTxRx && physical {
 		// Quirk 1: "consecutive cores of any type".

@@ -191,14 +191,23 @@ func ParseCPUList(text string) (CPUSet, error) {
 	return s, nil
 }
 
+// parseCPUNumber reads a decimal CPU number: digits only (else
+// ErrBadCPUList), below MaxCPUs (else ErrCPURange, however many digits).
 func parseCPUNumber(t string) (int, error) {
-	if t == "" || len(t) > 7 {
+	if t == "" {
 		return 0, ErrBadCPUList
 	}
 	for i := 0; i < len(t); i++ {
 		if t[i] < '0' || t[i] > '9' {
 			return 0, ErrBadCPUList
 		}
+	}
+	t = strings.TrimLeft(t, "0")
+	if t == "" {
+		return 0, nil
+	}
+	if len(t) > len(strconv.Itoa(MaxCPUs)) {
+		return 0, ErrCPURange // too long to be a CPU number, and to convert safely
 	}
 	n, err := strconv.Atoi(t)
 	if err != nil {

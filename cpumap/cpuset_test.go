@@ -2,6 +2,8 @@ package cpumap
 
 import (
 	"errors"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"slices"
 	"testing"
 )
@@ -54,14 +56,19 @@ func TestCPUListRoundTrip(t *testing.T) {
 	if got := CPUSetOf(0, 1, 2, 3, 8, 10, 11).String(); got != "0-3,8,10-11" {
 		t.Errorf("String = %q", got)
 	}
-	for _, bad := range []string{"a", "1-", "-1", "3-1", "1,,2", "1 2", "0x1", "+1", "1-2-3", "99999999"} {
-		if _, err := ParseCPUList(bad); !errors.Is(err, ErrBadCPUList) {
-			t.Errorf("ParseCPUList(%q) err %v, want ErrBadCPUList", bad, err)
-		}
+	for _, bad := range []string{"a", "1-", "-1", "3-1", "1,,2", "1 2", "0x1", "+1", "1-2-3", "1a", "99999999x"} {
+		_, err := ParseCPUList(bad)
+		assert.ErrorIs(t, err, ErrBadCPUList, "ParseCPUList(%q)", bad)
 	}
-	if _, err := ParseCPUList("1024"); !errors.Is(err, ErrCPURange) {
-		t.Errorf("1024: %v", err)
+	// Numbers, however long, that are not below MaxCPUs are ErrCPURange as
+	// documented (an 8-digit number used to be ErrBadCPUList).
+	for _, big := range []string{"1024", "0-1024", "12345678", "99999999", "3,99999999", "00001024", "99999999999999999999999999"} {
+		_, err := ParseCPUList(big)
+		assert.ErrorIs(t, err, ErrCPURange, "ParseCPUList(%q)", big)
 	}
+	s, err := ParseCPUList("007,0-0001")
+	require.NoError(t, err)
+	assert.Equal(t, CPUSetOf(0, 1, 7), s)
 }
 
 // FuzzParseCPUList checks that anything ParseCPUList accepts formats to a

@@ -22,7 +22,13 @@
 // FreeBSD's code has quirks where it does not do what its own comments say.
 // By default this package does what the comments intend; Behavior FreeBSD
 // reproduces the committed code exactly. Both are documented on Behavior and
-// tested.
+// tested. Behavior BeforeD24094 reproduces the placement D24094 replaced,
+// and PlacementTable prints the two side by side for any machine.
+//
+// DefaultAllocator is the process-wide registry over this machine, shared by
+// every device and worker pool of the process. A worker pool that is not a
+// NIC asks for one kind of queue only (Request.RxQueues: n, TxQueues: 0) and
+// pins each worker to its CPU.
 //
 // The main hazard is believing a placement is a binding. Place only computes
 // CPU numbers; nothing runs there until the caller pins a thread with

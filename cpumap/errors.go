@@ -8,10 +8,18 @@ import (
 // Sentinel errors. Every error this package returns matches one of them with
 // errors.Is; typed errors below carry the detail.
 var (
-	// ErrQueueCount: a device asked for no RX or no TX queues, or more than
-	// MaxQueues. iflib always has at least one of each (isc_nrxqsets,
-	// isc_ntxqsets >= 1).
+	// ErrQueueCount: a request for no queue at all, a negative count, or
+	// more than MaxQueues of either kind. (A NIC always has at least one of
+	// each, isc_nrxqsets and isc_ntxqsets >= 1; a worker pool asks for one
+	// kind only.)
 	ErrQueueCount = errors.New("cpumap: queue count out of range")
+	// ErrBehavior: an AllocatorOptions.Behavior that is none of Intended,
+	// FreeBSD and BeforeD24094.
+	ErrBehavior = errors.New("cpumap: unknown Behavior")
+	// ErrCacheLineSize: a cache line size that is not a power of two from
+	// MinCacheLineSize to MaxCacheLineSize (SyntheticConfig.CacheLineSize, or
+	// a sysfs coherency_line_size).
+	ErrCacheLineSize = errors.New("cpumap: cache line size not a power of two in range")
 	// ErrEmptyCPUSet: a CPU set with no member where one is needed
 	// (cpuid_advance asserts !CPU_EMPTY(&ctx->ifc_cpus)).
 	ErrEmptyCPUSet = errors.New("cpumap: empty CPU set")
@@ -28,7 +36,8 @@ var (
 	ErrBadCPUList = errors.New("cpumap: malformed CPU list")
 	// ErrBadSynthetic: a SyntheticConfig that describes no machine.
 	ErrBadSynthetic = errors.New("cpumap: bad synthetic topology")
-	// ErrCPURange: a CPU number below 0 or not below MaxCPUs.
+	// ErrCPURange: a CPU number below 0 or not below MaxCPUs (also for a
+	// number too long to read, such as an 8-digit one in a CPU list).
 	ErrCPURange = errors.New("cpumap: CPU number out of range")
 	// ErrCPUNotOnline: the kernel refused a CPU as not online or not allowed
 	// for this process (sched_setaffinity EINVAL).

@@ -1,5 +1,7 @@
 package cpumap
 
+import "fmt"
+
 // Policy is a device's CPU assignment tunables, the loader-time sysctls
 // dev.X.Y.iflib.{core_offset,separate_txrx,use_logical_cores} (all
 // CTLFLAG_RDTUN in sys/net/iflib.c). The zero value is FreeBSD's default:
@@ -66,6 +68,10 @@ func Offset(n int) *int { return &n }
 // Everything else — cpuid_advance, find_l2_neighbor, the count of cores
 // consumed, continuing where the previous device stopped, never rewinding
 // next_cpuid on detach — is the same in both.
+//
+// BeforeD24094 is a third behaviour, for comparison: iflib's placement
+// before D24094 landed (March 2021; FreeBSD 12 and 13.0), which that review
+// replaced. See placeBeforeD24094.
 type Behavior int
 
 const (
@@ -74,6 +80,16 @@ const (
 	Intended Behavior = iota
 	// FreeBSD reproduces sys/net/iflib.c exactly, quirks included.
 	FreeBSD
+	// BeforeD24094 reproduces sys/net/iflib.c before D24094 (after D20029):
+	// find_nth, get_core_offset and find_close_core. RX queue q runs on the
+	// q-th CPU of the set from the device's offset; TX queue q on a CPU that
+	// shares an L2 cache with that one (the SMT sibling, or the other core
+	// of an L2 module), because find_close_core moves every TX queue one
+	// step within its L2 group, whatever separate_txrx says; the registry
+	// advances by queues (max(ntx, nrx), or ntx + nrx with separate_txrx),
+	// not by cores consumed. use_logical_cores did not exist and is ignored.
+	// These are the "CPU mapping oddities" D24094 set out to fix.
+	BeforeD24094
 )
 
 func (b Behavior) String() string {
@@ -82,9 +98,13 @@ func (b Behavior) String() string {
 		return "intended"
 	case FreeBSD:
 		return "freebsd"
+	case BeforeD24094:
+		return "before-D24094"
 	}
-	return "Behavior(?)"
+	return fmt.Sprintf("Behavior(%d)", int(b))
 }
+
+func (b Behavior) valid() bool { return b >= Intended && b <= BeforeD24094 }
 
 // MaxQueues = 65535 is the largest queue count a Request may ask for; iflib
 // queue ids are 16-bit (ifr_id, ift_id are uint16_t).
@@ -95,10 +115,15 @@ const MaxQueues = 65535
 const maxFreeBSDOffset = 0xfffe
 
 // Request asks for the placement of one device's queues.
+//
+// A worker pool that is not a NIC (a dataplane's consumers, one pinned
+// goroutine per CPU) asks for one kind of queue only, say RxQueues: n and
+// TxQueues: 0, and pins worker i to Placement.RxCPU[i]; it is entered in the
+// registry like a NIC, so pools and NICs on the same CPU set take turns.
 type Request struct {
 	Device   string // a name for the placement map, e.g. "simnic0"
-	RxQueues int    // isc_nrxqsets, 1..MaxQueues
-	TxQueues int    // isc_ntxqsets, 1..MaxQueues
+	RxQueues int    // isc_nrxqsets, 0..MaxQueues
+	TxQueues int    // isc_ntxqsets, 0..MaxQueues; RxQueues+TxQueues >= 1
 	Policy   Policy
 	// CPUs, if non-nil, is the device's interrupt CPU set (ifc_cpus) in
 	// place of the topology's IntrCPUs — e.g. the CPUs of the device's NUMA

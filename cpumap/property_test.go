@@ -156,9 +156,10 @@ func TestPlaceErrors(t *testing.T) {
 		req  Request
 		want error
 	}{
-		{Request{RxQueues: 0, TxQueues: 1}, ErrQueueCount},
-		{Request{RxQueues: 1, TxQueues: 0}, ErrQueueCount},
+		{Request{RxQueues: 0, TxQueues: 0}, ErrQueueCount},
 		{Request{RxQueues: -1, TxQueues: 4}, ErrQueueCount},
+		{Request{RxQueues: 4, TxQueues: -1}, ErrQueueCount},
+		{Request{RxQueues: 1, TxQueues: MaxQueues + 1}, ErrQueueCount},
 		{Request{RxQueues: MaxQueues + 1, TxQueues: 1}, ErrQueueCount},
 		{Request{RxQueues: 1, TxQueues: 1, CPUs: setPtr()}, ErrEmptyCPUSet},
 		{Request{RxQueues: 1, TxQueues: 1, CPUs: setPtr(0, 8)}, ErrCPUNotInTopology},
@@ -237,16 +238,21 @@ func FuzzPlace(f *testing.F) {
 		if off >= 0 {
 			pol.CoreOffset = Offset(int(off))
 		}
-		a := NewAllocator(tp, AllocatorOptions{Behavior: Behavior(flags >> 2 & 1)})
+		b := Behavior(flags >> 2 % 4) // 3 is not a behaviour: ErrBehavior
+		a := NewAllocator(tp, AllocatorOptions{Behavior: b})
 		for range 2 {
 			pl, err := a.Place(Request{Device: "f", RxQueues: int(nrx % 300), TxQueues: int(ntx % 300), Policy: pol})
 			if err != nil {
-				if !errors.Is(err, ErrQueueCount) && !errors.Is(err, ErrCoreOffset) {
+				if !errors.Is(err, ErrQueueCount) && !errors.Is(err, ErrCoreOffset) && !errors.Is(err, ErrBehavior) {
 					t.Fatal(err)
 				}
 				return
 			}
-			checkInvariants(t, tp, pl)
+			if b == BeforeD24094 {
+				checkInvariantsBefore(t, tp, pl)
+			} else {
+				checkInvariants(t, tp, pl)
+			}
 			if flags&8 != 0 {
 				pl.Release()
 			}

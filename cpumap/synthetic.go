@@ -35,8 +35,22 @@ type SyntheticConfig struct {
 	// means a private L2 per core. It must divide CoresPerPackage.
 	L2CoresPerGroup  int
 	SiblingNumbering SiblingNumbering
-	// CacheLineSize in bytes; 0 means 64.
+	// CacheLineSize in bytes: 0 means 64, else a power of two from
+	// MinCacheLineSize to MaxCacheLineSize.
 	CacheLineSize int
+}
+
+// Cache line sizes a Topology accepts. Real CPUs have 32 (older ARM), 64
+// (x86, most ARM cores), 128 (Apple, POWER, FreeBSD's arm64
+// CACHE_LINE_SIZE) or 256 (IBM z) byte lines; the range leaves room on both
+// sides and refuses nonsense such as 3 or 2^40.
+const (
+	MinCacheLineSize = 16
+	MaxCacheLineSize = 4096
+)
+
+func validLineSize(n int) bool {
+	return n >= MinCacheLineSize && n <= MaxCacheLineSize && n&(n-1) == 0
 }
 
 // Synthetic builds a topology from counts: Packages × CoresPerPackage ×
@@ -57,8 +71,8 @@ func Synthetic(cfg SyntheticConfig) (*Topology, error) {
 		return nil, fmt.Errorf("%w: L2CoresPerGroup %d does not divide CoresPerPackage %d", ErrBadSynthetic, l2, c)
 	case cfg.SiblingNumbering != Adjacent && cfg.SiblingNumbering != Interleaved:
 		return nil, fmt.Errorf("%w: %v", ErrBadSynthetic, cfg.SiblingNumbering)
-	case cfg.CacheLineSize < 0:
-		return nil, fmt.Errorf("%w: cache line size %d", ErrBadSynthetic, cfg.CacheLineSize)
+	case cfg.CacheLineSize != 0 && !validLineSize(cfg.CacheLineSize):
+		return nil, fmt.Errorf("%w: %w: %d", ErrBadSynthetic, ErrCacheLineSize, cfg.CacheLineSize)
 	}
 	ncores := p * c
 	cpuOf := func(core, thread int) int {

@@ -23,7 +23,9 @@ import (
 // Missing optional files are tolerated: without sibling lists every CPU is
 // its own core (Topology.SMTKnown false); without cache directories every
 // core has a private L2 (Topology.CacheKnown false); without
-// coherency_line_size the line size is the one golang.org/x/sys/cpu pads to.
+// coherency_line_size (or with 0 there) the line size is the one
+// golang.org/x/sys/cpu pads to; a line size that is not a power of two from
+// MinCacheLineSize to MaxCacheLineSize is malformed (ErrCacheLineSize too).
 // Files that exist but do not parse, and layouts that contradict themselves
 // (a sibling list that omits its own CPU, two CPUs disagreeing about their
 // group) give a *SysfsError matching ErrMalformedSysfs.
@@ -116,9 +118,13 @@ func readSysfsCPU(fsys fs.FS, id int) (r rawCPU, lineSize int, err error) {
 			return r, 0, &SysfsError{Path: path.Join(idx, "type"), Err: fmt.Errorf("unknown cache type %q", typ)}
 		}
 		if lineSize == 0 {
-			if v, ok, err := readInt(fsys, path.Join(idx, "coherency_line_size")); err != nil {
+			name := path.Join(idx, "coherency_line_size")
+			if v, ok, err := readInt(fsys, name); err != nil {
 				return r, 0, err
-			} else if ok && v > 0 {
+			} else if ok && v != 0 { // 0: the kernel does not know
+				if !validLineSize(v) {
+					return r, 0, &SysfsError{Path: name, Err: fmt.Errorf("%w: %d", ErrCacheLineSize, v)}
+				}
 				lineSize = v
 			}
 		}

@@ -8,6 +8,13 @@
 //	go run ./examples/cpumap -rx 4 -tx 4 -separate -logical -devices 2
 //	go run ./examples/cpumap -sysfs cpumap/testdata/sysfs/atom-c2758 -separate -logical
 //	go run ./examples/cpumap -synthetic 1x4x2 -freebsd -logical
+//	go run ./examples/cpumap -synthetic 1x8x1/2 -rx 8 -tx 8 -devices 2 -compare
+//
+// -before places as iflib did before D24094; -compare prints, instead of the
+// per-device maps, one table of every queue under the placement before
+// D24094, FreeBSD's since, and the intended one. The last example is the
+// machine of D24094's measurement (an 8-core Atom C2758, cores sharing L2 in
+// pairs) with its dual-port 82599.
 //
 // With -pin it also pins a goroutine to every CPU the first device uses and
 // prints the affinity read back with sched_getaffinity.
@@ -29,6 +36,8 @@ func main() {
 	separate := flag.Bool("separate", false, "separate_txrx")
 	logical := flag.Bool("logical", false, "use_logical_cores")
 	freebsd := flag.Bool("freebsd", false, "reproduce FreeBSD's code exactly, quirks included (default: intended behaviour)")
+	before := flag.Bool("before", false, "place as iflib did before D24094 (find_nth/find_close_core)")
+	compare := flag.Bool("compare", false, "print one table comparing before-D24094, freebsd and intended")
 	devices := flag.Int("devices", 1, "number of devices attached in order")
 	sysfs := flag.String("sysfs", "", "read the topology from this sysfs-like directory instead of the machine")
 	synthetic := flag.String("synthetic", "", "use a synthetic topology PxCxT[/L2][i], e.g. 2x8x2 or 1x8x1/2 or 1x4x2i (interleaved siblings)")
@@ -43,13 +52,30 @@ func main() {
 	fmt.Println()
 
 	opts := cpumap.AllocatorOptions{}
-	if *freebsd {
+	switch {
+	case *freebsd && *before:
+		fail(fmt.Errorf("-freebsd and -before exclude each other"))
+	case *freebsd:
 		opts.Behavior = cpumap.FreeBSD
+	case *before:
+		opts.Behavior = cpumap.BeforeD24094
 	}
 	alloc := cpumap.NewAllocator(topo, opts)
 	pol := cpumap.Policy{SeparateTxRx: *separate, UseLogicalCores: *logical}
 	if *offset >= 0 {
 		pol.CoreOffset = cpumap.Offset(*offset)
+	}
+	if *compare {
+		var reqs []cpumap.Request
+		for i := range *devices {
+			reqs = append(reqs, cpumap.Request{Device: fmt.Sprintf("simnic%d", i), RxQueues: *rx, TxQueues: *tx, Policy: pol})
+		}
+		table, err := cpumap.PlacementTable(topo, reqs, cpumap.BeforeD24094, cpumap.FreeBSD, cpumap.Intended)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Print(table)
+		return
 	}
 	var first *cpumap.Placement
 	for i := range *devices {
