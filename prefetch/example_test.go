@@ -27,7 +27,7 @@ func Example() {
 	bytes := 0
 	for i, m := range ring {
 		if usePrefetch && i+distance < len(ring) {
-			prefetch.Pointer(unsafe.Pointer(ring[i+distance]))
+			prefetch.Ptr(ring[i+distance])
 		}
 		bytes += m.len
 	}
@@ -41,4 +41,18 @@ func ExampleLines() {
 	prefetch.Lines(unsafe.Pointer(&descs), int(unsafe.Sizeof(descs)/prefetch.CacheLineSize))
 	fmt.Println(len(descs), prefetch.CacheLineSize >= 64)
 	// Output: 8 true
+}
+
+// Bytes prefetches the start of a buffer, such as the header of a packet in
+// its cluster, without unsafe at the call site.
+func ExampleBytes() {
+	clusters := [][]byte{make([]byte, 2048), make([]byte, 2048)}
+	for i, cl := range clusters {
+		if i+1 < len(clusters) {
+			prefetch.Bytes(clusters[i+1]) // the next packet's header
+		}
+		cl[0] = 0x45
+	}
+	fmt.Println(clusters[0][0], clusters[1][0])
+	// Output: 69 69
 }

@@ -108,6 +108,10 @@ func TestMemoryUnchanged(t *testing.T) {
 	}
 	Lines(p, 64)
 	Lines(unsafe.Add(p, 5), 63)
+	for i := 0; i < len(buf); i += 13 {
+		Bytes(buf[i:])
+		Ptr(&buf[i])
+	}
 	for i := range buf {
 		if buf[i] != byte(i*7+3) {
 			t.Fatalf("buf[%d] = %d after prefetch, want %d", i, buf[i], byte(i*7+3))
@@ -122,9 +126,34 @@ func TestNoAllocations(t *testing.T) {
 		"Addr":    func() { Addr(uintptr(p)) },
 		"Pointer": func() { Pointer(p) },
 		"Lines":   func() { Lines(p, 4) },
+		"Bytes":   func() { Bytes(x[8:]) },
+		"Ptr":     func() { Ptr(&x[3]) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s allocates %v times per call, want 0", name, n)
 		}
+	}
+}
+
+type pkt struct {
+	next *pkt
+	data [120]byte
+}
+
+// The typed helpers need no unsafe at the call site, accept nil and empty
+// values, and do not make their argument escape: a pointer to a local
+// prefetched in a loop leaves it on the stack (0 allocations).
+func TestTypedHelpers(t *testing.T) {
+	Ptr[pkt](nil)
+	Bytes(nil)
+	Bytes([]byte{})
+	f := func() {
+		var local pkt
+		Ptr(&local)
+		Ptr(&local.data[64])
+		Bytes(local.data[:])
+	}
+	if n := testing.AllocsPerRun(100, f); n != 0 {
+		t.Errorf("Ptr/Bytes of a local: %v allocations per run, want 0 (the argument escaped)", n)
 	}
 }
