@@ -8,8 +8,8 @@ import (
 )
 
 type mbuf struct {
-	len  int
-	data [56]byte
+	len int
+	_   [56]byte // the rest of the header's cache line
 }
 
 // A receive loop that prefetches the packet header a few slots ahead of the

@@ -136,8 +136,7 @@ func TestNoAllocations(t *testing.T) {
 }
 
 type pkt struct {
-	next *pkt
-	data [120]byte
+	data [128]byte
 }
 
 // The typed helpers need no unsafe at the call site, accept nil and empty
