@@ -7,6 +7,10 @@ import (
 	"github.com/goiflib/goiflib/busdma"
 )
 
+// maxRxWatchdog caps the RX watchdog's back-off: the longest a queue whose
+// refill failed waits before it tries again.
+const maxRxWatchdog = 50 * time.Millisecond
+
 // rxeof results (IFLIB_RXEOF_*).
 const (
 	rxeofMore  = 1 // IFLIB_RXEOF_MORE: work remains, reschedule the task
@@ -413,14 +417,14 @@ func (q *rxq) task() {
 
 // armWatchdog is callout_reset_curcpu(&ifr_watchdog, 1, _task_fn_rx_watchdog):
 // retry the refill later. FreeBSD retries every tick; here the delay
-// doubles with each consecutive failure, from 1 ms up to the timer
-// interval, so a refill that keeps failing (an exhausted zone, a cluster
-// the tag cannot load) costs little while rx_watchdogs and alloc_fails or
-// load_fails report it.
+// doubles with each consecutive failure, from 1 ms up to maxRxWatchdog (or
+// the timer interval if shorter), so a refill that keeps failing (an
+// exhausted zone, a cluster the tag cannot load) costs little while
+// rx_watchdogs and alloc_fails or load_fails report it.
 func (q *rxq) armWatchdog() {
 	q.st.inc(rxWatchdogs, 1)
 	d := time.Millisecond << min(q.emptyRuns, 16)
-	d = min(d, q.ctx.cfg.TimerInterval)
+	d = min(d, maxRxWatchdog, q.ctx.cfg.TimerInterval)
 	q.emptyRuns++
 	if q.wdog == nil {
 		q.wdog = time.AfterFunc(d, q.kick)
