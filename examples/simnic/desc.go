@@ -17,6 +17,29 @@ const (
 	RxStatVP   = 0x08 // E1000_RXD_STAT_VP
 	RxStatL4CS = 0x20 // E1000_RXD_STAT_TCPCS
 	RxStatIPCS = 0x40 // E1000_RXD_STAT_IPCS
+
+	// RX descriptor errors (RDESC.ERRORS, PCI/PCI-X Gigabit Ethernet
+	// Controllers SDM Table 3-3; LE from the 82575): valid in the EOP
+	// descriptor only.
+	RxErrCE   = 0x01 // E1000_RXD_ERR_CE: CRC error
+	RxErrSE   = 0x02 // E1000_RXD_ERR_SE: symbol error
+	RxErrSEQ  = 0x04 // E1000_RXD_ERR_SEQ: sequence error
+	RxErrLE   = 0x08 // length error (82575 LE)
+	RxErrCXE  = 0x10 // E1000_RXD_ERR_CXE: carrier extension error
+	RxErrTCPE = 0x20 // E1000_RXD_ERR_TCPE: TCP/UDP checksum error
+	RxErrIPE  = 0x40 // E1000_RXD_ERR_IPE: IP checksum error
+	RxErrRXE  = 0x80 // E1000_RXD_ERR_RXE: RX data error (here also a faulted buffer write)
+
+	// RxErrFrameMask is E1000_RXD_ERR_FRAME_ERR_MASK (CE|SE|SEQ|CXE|RXE)
+	// plus LE: a frame with one of these is bad as a whole.
+	RxErrFrameMask = RxErrCE | RxErrSE | RxErrSEQ | RxErrLE | RxErrCXE | RxErrRXE
+)
+
+// EtherTypes the device parses.
+const (
+	etherTypeIPv4 = 0x0800
+	etherTypeIPv6 = 0x86DD
+	etherTypeVLAN = 0x8100
 )
 
 type txDesc struct {

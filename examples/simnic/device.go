@@ -2,6 +2,7 @@ package simnic
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"runtime"
@@ -11,55 +12,6 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 )
-
-// Config describes one simulated NIC.
-type Config struct {
-	Name      string // busdma device name and driver unit name; default "simnic"
-	Unit      int    // unit number (dev.simnic.<unit>)
-	Queues    int    // TX and RX queue sets; default 1
-	NTxd      int    // TX descriptors per ring; default 1024
-	NRxd      int    // RX descriptors per ring; default 1024
-	RxBufSize int    // RX cluster size; default 2048 (MCLBYTES)
-	MaxFrame  int    // largest frame accepted; default 9018 (jumbo)
-	FIFO      int    // receive FIFO frames (power of two); default 1024
-	TxSegs    int    // segments per TX packet the driver allows; default 32
-	Checker   *busdma.Checker
-	// LineRate is the wire speed in bits/s (with 20 bytes of preamble and
-	// inter-frame gap and a 4-byte FCS per frame); 0 is unlimited, for
-	// CPU-bound measurements. FrameRate caps frames/s likewise.
-	LineRate  float64
-	FrameRate float64
-	// ITR is the interrupt moderation interval: a queue raises at most one
-	// interrupt per ITR (and stays masked until the driver re-enables it).
-	ITR time.Duration
-}
-
-func (c *Config) defaults() {
-	if c.Name == "" {
-		c.Name = "simnic"
-	}
-	if c.Queues <= 0 {
-		c.Queues = 1
-	}
-	if c.NTxd == 0 {
-		c.NTxd = 1024
-	}
-	if c.NRxd == 0 {
-		c.NRxd = 1024
-	}
-	if c.RxBufSize == 0 {
-		c.RxBufSize = 2048
-	}
-	if c.MaxFrame == 0 {
-		c.MaxFrame = 9018
-	}
-	if c.FIFO == 0 {
-		c.FIFO = 1024
-	}
-	if c.TxSegs == 0 {
-		c.TxSegs = 32
-	}
-}
 
 // devTxq is the device's side of one TX queue: its registers.
 type devTxq struct {
@@ -73,12 +25,23 @@ type devTxq struct {
 	frameLen int
 	vlan     uint16
 	vle      bool
+	drop     dropReason // the frame being gathered is dropped at its EOP
 	pend     bool
 	lastIntr time.Time
 	frame    []byte
 	descs    []byte
 	dd       [1]byte // the DD status byte written back (kept here: no allocation)
 }
+
+// dropReason says why the device drops the TX frame it is gathering. A
+// frame is sent whole or not at all: never truncated, never with a hole.
+type dropReason uint8
+
+const (
+	dropNone    dropReason = iota
+	dropTooLong            // longer than MaxFrame (TxTooLong)
+	dropDMA                // a buffer read faulted (TxDMAFaults)
+)
 
 // devRxq is the device's side of one RX queue.
 type devRxq struct {
@@ -94,15 +57,25 @@ type devRxq struct {
 	desc     [DescSize]byte
 }
 
-// Stats are the device's counters (its MAC statistics registers).
+// Stats are the device's counters (its MAC statistics registers). Every
+// frame offered to the wire or taken from the TX ring ends in exactly one
+// of them.
 type Stats struct {
-	TxFrames, TxBytes uint64 // GPTC, GOTC
-	RxFrames, RxBytes uint64 // GPRC, GORC
-	RxMissed          uint64 // MPC: the FIFO was full
-	RxTooLong         uint64 // ROC: longer than MaxFrame
-	DMAErrors         uint64 // device accesses busdma refused (faults)
+	TxFrames, TxBytes uint64 // GPTC, GOTC: frames sent whole
+	TxTooLong         uint64 // TX frames longer than MaxFrame, dropped whole (not truncated)
+	TxDMAFaults       uint64 // TX frames dropped whole because a buffer read faulted
+	RxFrames, RxBytes uint64 // GPRC, GORC: frames written to the RX ring
+	RxMissed          uint64 // MPC: the FIFO was full (or flushed by a stop)
+	RxTooLong         uint64 // ROC: longer than MaxFrame (or than the whole RX ring)
+	RxDMAFaults       uint64 // RX frames whose buffer write faulted: flagged RXE in the write-back
+	DMAErrors         uint64 // device accesses busdma refused (faults), every kind
 	TxIntrs, RxIntrs  uint64
 }
+
+// ErrBusy is returned when a NIC is already driven: attached to iflib by
+// [NIC.Attach] or driven by a [RawForwarder]. A device is bound to one
+// driver at a time, as a PCI function is.
+var ErrBusy = errors.New("simnic: device already driven by another driver")
 
 // NIC is the device model.
 type NIC struct {
@@ -114,7 +87,9 @@ type NIC struct {
 	peer atomic.Pointer[endpointBox]
 
 	wakeCh  chan struct{}
-	mu      sync.Mutex // start/stop
+	mu      sync.Mutex // start/stop and the owner
+	owner   any        // guarded by mu: the driver bound to the device (nil: none)
+	ownerID string     // guarded by mu: its description, for ErrBusy
 	quit    chan struct{}
 	done    chan struct{}
 	running bool
@@ -125,7 +100,9 @@ type NIC struct {
 	faultRxBadSlot atomic.Bool // the driver's next pkt_get names a slot that was not posted
 
 	txFrames, txBytes, rxFrames, rxBytes atomic.Uint64
-	rxMissed, rxTooLong, dmaErrors       atomic.Uint64
+	txTooLong, txDMAFaults               atomic.Uint64
+	rxMissed, rxTooLong, rxDMAFaults     atomic.Uint64
+	dmaErrors                            atomic.Uint64
 	txIntrs, rxIntrs                     atomic.Uint64
 	hashSeed                             maphash.Seed
 }
@@ -134,17 +111,21 @@ type endpointBox struct{ e Endpoint }
 
 // New creates a NIC on an address space: its busdma device (the requester)
 // and its registers. It does nothing until a driver attaches and inits it.
+// An invalid cfg is a *ConfigError (errors.Is ErrConfig).
 func New(space busdma.Space, cfg Config) (*NIC, error) {
+	if space == nil {
+		return nil, &ConfigError{Field: "space", Value: nil, Reason: "nil address space"}
+	}
 	cfg.defaults()
-	if cfg.FIFO&(cfg.FIFO-1) != 0 {
-		return nil, fmt.Errorf("simnic: FIFO %d not a power of two", cfg.FIFO)
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	bus, err := busdma.NewDevice(space, busdma.DeviceConfig{Name: fmt.Sprintf("%s%d", cfg.Name, cfg.Unit), Checker: cfg.Checker})
 	if err != nil {
 		return nil, err
 	}
 	n := &NIC{cfg: cfg, bus: bus, wakeCh: make(chan struct{}, 1), hashSeed: maphash.MakeSeed()}
-	n.fifo = newFIFO(cfg.FIFO, cfg.MaxFrame, n.wake)
+	n.fifo = newFIFO(cfg.FIFO, cfg.MaxFrame+4, n.wake)
 	n.txq = make([]devTxq, cfg.Queues)
 	n.rxq = make([]devRxq, cfg.Queues)
 	for i := range n.txq {
@@ -158,6 +139,33 @@ func (n *NIC) Bus() *busdma.Device { return n.bus }
 
 // Config returns the NIC's configuration with defaults filled in.
 func (n *NIC) Config() Config { return n.cfg }
+
+// claim binds the device to a driver (who), or fails with ErrBusy.
+func (n *NIC) claim(who any, desc string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.owner != nil && n.owner != who {
+		return fmt.Errorf("%w: %s is driven by %s", ErrBusy, n.bus.Name(), n.ownerID)
+	}
+	n.owner, n.ownerID = who, desc
+	return nil
+}
+
+// release unbinds the device if who holds it.
+func (n *NIC) release(who any) {
+	n.mu.Lock()
+	if n.owner == who {
+		n.owner, n.ownerID = nil, ""
+	}
+	n.mu.Unlock()
+}
+
+// ownedBy reports whether who holds the device.
+func (n *NIC) ownedBy(who any) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.owner == who
+}
 
 // SetPeer connects the NIC's wire to an endpoint (nil: frames vanish,
 // counted as sent).
@@ -175,10 +183,20 @@ func Connect(a, b *NIC) {
 	b.SetPeer(a)
 }
 
+// maxWireFrame is the longest frame the MAC accepts: MaxFrame, plus 4
+// when it carries an 802.1Q tag (MAXFRS.MFS excludes VLAN tags).
+func (n *NIC) maxWireFrame(frame []byte) int {
+	if len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:14]) == etherTypeVLAN {
+		return n.cfg.MaxFrame + 4
+	}
+	return n.cfg.MaxFrame
+}
+
 // Receive is the wire delivering a frame into the NIC's FIFO. It reports
-// false (and counts rx_missed) when the FIFO is full or the frame too long.
+// false (and counts it) when the frame is too long (ROC) or the FIFO is
+// full (MPC).
 func (n *NIC) Receive(frame []byte) bool {
-	if len(frame) > n.cfg.MaxFrame {
+	if len(frame) > n.maxWireFrame(frame) {
 		n.rxTooLong.Add(1)
 		return false
 	}
@@ -193,9 +211,11 @@ func (n *NIC) Receive(frame []byte) bool {
 func (n *NIC) Stats() Stats {
 	return Stats{
 		TxFrames: n.txFrames.Load(), TxBytes: n.txBytes.Load(),
+		TxTooLong: n.txTooLong.Load(), TxDMAFaults: n.txDMAFaults.Load(),
 		RxFrames: n.rxFrames.Load(), RxBytes: n.rxBytes.Load(),
-		RxMissed: n.rxMissed.Load(), RxTooLong: n.rxTooLong.Load(), DMAErrors: n.dmaErrors.Load(),
-		TxIntrs: n.txIntrs.Load(), RxIntrs: n.rxIntrs.Load(),
+		RxMissed: n.rxMissed.Load(), RxTooLong: n.rxTooLong.Load(), RxDMAFaults: n.rxDMAFaults.Load(),
+		DMAErrors: n.dmaErrors.Load(),
+		TxIntrs:   n.txIntrs.Load(), RxIntrs: n.rxIntrs.Load(),
 	}
 }
 
@@ -219,7 +239,7 @@ func (n *NIC) wake() {
 func (n *NIC) program(txBase, rxBase []busdma.BusAddr, ntxd, nrxd, rxBuf int) {
 	for i := range n.txq {
 		q := &n.txq[i]
-		q.base, q.size, q.head, q.frameLen, q.pend = txBase[i], ntxd, 0, 0, false
+		q.base, q.size, q.head, q.frameLen, q.pend, q.vle, q.drop = txBase[i], ntxd, 0, 0, false, false, dropNone
 		q.tdt.Store(0)
 		q.tdh.Store(0)
 		q.descs = make([]byte, 32*DescSize)
@@ -316,7 +336,12 @@ func (n *NIC) run() {
 	}
 }
 
-// serveTx processes the descriptors the driver published with TDT.
+// serveTx processes the descriptors the driver published with TDT. A
+// frame is gathered from its descriptors up to EOP and then sent whole;
+// a frame longer than MaxFrame, or one whose buffer read faulted, is
+// dropped whole and counted, and its descriptors are completed as usual
+// (the driver reclaims them). Intel MACs behave the same way: a DMA
+// error on a transmit buffer aborts that frame, not the ring.
 func (n *NIC) serveTx(i int, pace *pacer) bool {
 	q := &n.txq[i]
 	if q.size == 0 {
@@ -337,17 +362,25 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 		cnt = min(cnt, 32)
 		base := q.base + busdma.BusAddr(q.head*DescSize)
 		if err := n.bus.Read(base, q.descs[:cnt*DescSize]); err != nil {
+			// The descriptors themselves could not be fetched: nothing can
+			// be known about them. Count the fault and stop this queue's
+			// pass; a later doorbell retries (the driver's watchdog resets
+			// a queue that never progresses).
 			n.dmaErrors.Add(1)
-			q.head = (q.head + cnt) % q.size
-			done += cnt
-			continue
+			break
 		}
 		for k := 0; k < cnt; k++ {
 			d := getTxDesc(q.descs[k*DescSize:])
 			l := int(d.length)
-			if q.frameLen+l <= len(q.frame) {
+			switch {
+			case q.drop != dropNone:
+				// The frame is already dropped: skip its data.
+			case q.frameLen+l > n.cfg.MaxFrame:
+				q.drop = dropTooLong
+			default:
 				if err := n.bus.Read(busdma.BusAddr(d.addr), q.frame[q.frameLen:q.frameLen+l]); err != nil {
 					n.dmaErrors.Add(1)
+					q.drop = dropDMA
 				}
 				q.frameLen += l
 			}
@@ -355,20 +388,7 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 				q.vle, q.vlan = true, d.vlan
 			}
 			if d.cmd&TxCmdEOP != 0 {
-				f := q.frame[:q.frameLen]
-				if q.vle && len(f) >= 12 && len(f)+4 <= len(q.frame) {
-					f = q.frame[:q.frameLen+4]
-					copy(f[16:], f[12:q.frameLen])
-					binary.BigEndian.PutUint16(f[12:14], 0x8100)
-					binary.BigEndian.PutUint16(f[14:16], q.vlan)
-				}
-				pace.wait(len(f))
-				if peer != nil {
-					peer.e.Receive(f)
-				}
-				n.txFrames.Add(1)
-				n.txBytes.Add(uint64(len(f)))
-				q.frameLen, q.vle = 0, false
+				n.endTxFrame(q, peer, pace)
 			}
 			if d.cmd&TxCmdRS != 0 {
 				q.dd[0] = TxStatDD
@@ -383,7 +403,33 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 		done += cnt
 	}
 	q.tdh.Store(uint32(q.head)) // release: the DD write-backs before it
-	return true
+	return done > 0
+}
+
+// endTxFrame sends (or drops, counted) the frame gathered on q at its EOP
+// descriptor and resets the gathering state.
+func (n *NIC) endTxFrame(q *devTxq, peer *endpointBox, pace *pacer) {
+	switch q.drop {
+	case dropTooLong:
+		n.txTooLong.Add(1)
+	case dropDMA:
+		n.txDMAFaults.Add(1)
+	default:
+		f := q.frame[:q.frameLen]
+		if q.vle && len(f) >= 12 {
+			f = q.frame[:q.frameLen+4]
+			copy(f[16:], f[12:q.frameLen])
+			binary.BigEndian.PutUint16(f[12:14], etherTypeVLAN)
+			binary.BigEndian.PutUint16(f[14:16], q.vlan)
+		}
+		pace.wait(len(f))
+		if peer != nil {
+			peer.e.Receive(f)
+		}
+		n.txFrames.Add(1)
+		n.txBytes.Add(uint64(len(f)))
+	}
+	q.frameLen, q.vle, q.drop = 0, false, dropNone
 }
 
 // rssHash is the device's receive hash over the IPv4 addresses and ports.
@@ -397,7 +443,10 @@ func (n *NIC) rssHash(f []byte) (uint32, uint8) {
 	return 0, 0
 }
 
-// serveRx moves frames from the FIFO into posted buffers.
+// serveRx moves frames from the FIFO into posted buffers. A frame is
+// written whole: if writing one of its buffers faults, its last descriptor
+// carries RXE (an RX data error) so that the driver drops the frame
+// instead of delivering one with a hole.
 func (n *NIC) serveRx() bool {
 	did := false
 	for k := 0; k < 64; k++ {
@@ -414,29 +463,41 @@ func (n *NIC) serveRx() bool {
 		if q.size == 0 || q.bufSize == 0 {
 			break
 		}
-		need := (len(f) + q.bufSize - 1) / q.bufSize
-		if need == 0 {
-			need = 1
+		need := max((len(f)+q.bufSize-1)/q.bufSize, 1)
+		if need > q.size-1 {
+			// More buffers than the ring can ever hold (RDH==RDT means
+			// empty): it would wedge the FIFO for good. Drop it as too long.
+			n.fifo.pop()
+			n.rxTooLong.Add(1)
+			did = true
+			continue
 		}
 		rdt := int(q.rdt.Load()) // acquire: posted buffer addresses
 		avail := (rdt - q.head + q.size) % q.size
 		if avail < need {
 			break // wait for the driver to post buffers; the FIFO absorbs
 		}
+		var rxErr uint8
 		for off, j := 0, 0; j < need; j++ {
 			idx := q.head
 			daddr := q.base + busdma.BusAddr(idx*DescSize)
+			chunk := min(len(f)-off, q.bufSize)
 			if err := n.bus.Read(daddr, q.desc[:8]); err != nil {
 				n.dmaErrors.Add(1)
-			}
-			baddr := busdma.BusAddr(binary.LittleEndian.Uint64(q.desc[:8]))
-			chunk := min(len(f)-off, q.bufSize)
-			if err := n.bus.Write(baddr, f[off:off+chunk]); err != nil {
-				n.dmaErrors.Add(1)
+				rxErr |= RxErrRXE
+			} else {
+				baddr := busdma.BusAddr(binary.LittleEndian.Uint64(q.desc[:8]))
+				if err := n.bus.Write(baddr, f[off:off+chunk]); err != nil {
+					n.dmaErrors.Add(1)
+					rxErr |= RxErrRXE
+				}
 			}
 			wb := rxWB{hash: hash, hashType: ht, length: uint16(chunk), status: RxStatDD}
 			if j == need-1 {
+				// Errors are valid in the EOP descriptor only (82574
+				// datasheet; PCI/PCI-X SDM §3.2.3.2).
 				wb.status |= RxStatEOP
+				wb.errors = rxErr
 			}
 			if n.faultRxBadLen.Load() && n.faultRxBadLen.CompareAndSwap(true, false) {
 				wb.length = uint16(q.bufSize + 100)
@@ -449,8 +510,12 @@ func (n *NIC) serveRx() bool {
 			q.head = (q.head + 1) % q.size
 		}
 		n.fifo.pop()
-		n.rxFrames.Add(1)
-		n.rxBytes.Add(uint64(len(f)))
+		if rxErr != 0 {
+			n.rxDMAFaults.Add(1)
+		} else {
+			n.rxFrames.Add(1)
+			n.rxBytes.Add(uint64(len(f)))
+		}
 		q.pend = true
 		q.rdh.Store(uint32(q.head)) // release: data and write-backs
 		did = true

@@ -16,6 +16,19 @@
 // accesses to shared DMA memory ordered, as PCIe ordering does for a real
 // NIC.
 //
+// One driver at a time: a NIC is bound to the iflib driver from
+// [NIC.Attach] until the context detaches, or to a [RawForwarder] from
+// [NewRawForwarder] until Close; any other claim fails with [ErrBusy].
+//
+// Frames are whole or not at all. A TX frame longer than MaxFrame, or one
+// whose buffer read faults, is dropped whole and counted (TxTooLong,
+// TxDMAFaults); an RX frame whose buffer write faults carries RXE in its
+// EOP descriptor, and the driver drops it (EBADMSG) rather than deliver a
+// frame with a hole.
+//
+// Tests build rigs with the [simnictest] package, whose teardown checks
+// every leak (zones, maps, checker reports, IOMMU faults, goroutines).
+//
 // Descriptor layouts (16 bytes, little endian), after Intel's legacy
 // e1000 descriptors, with the RX write-back extended by an RSS hash:
 //

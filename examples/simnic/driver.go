@@ -47,8 +47,16 @@ var (
 	_ iflib.QueueIntrEnabler = (*Driver)(nil)
 )
 
-// errBadDesc is EBADMSG from RxdPktGet.
-var errBadDesc = errors.New("simnic: receive descriptor not done (EBADMSG)")
+// Errors of the driver's fast path. RxdPktGet's are em's EBADMSG: iflib
+// counts them in ierrors and resets the interface.
+var (
+	errBadDesc = errors.New("simnic: receive descriptor not done (EBADMSG)")
+	errRxFrame = errors.New("simnic: receive frame error in the descriptor (EBADMSG)")
+	// ErrFrameTooLong is TxdEncap refusing a frame longer than MaxFrame
+	// without TSO: the device would drop it (TxTooLong), so the driver does
+	// not hand it over. iflib frees it and counts it in oerrors.
+	ErrFrameTooLong = errors.New("simnic: frame longer than MaxFrame")
+)
 
 // Shared is simnic's if_shared_ctx.
 func Shared(cfg Config) *iflib.SharedCtx {
@@ -57,7 +65,7 @@ func Shared(cfg Config) *iflib.SharedCtx {
 		DriverName:    cfg.Name,
 		DriverVersion: "1.0.0",
 		QAlign:        128,
-		TxMaxSize:     65535,
+		TxMaxSize:     cfg.MaxFrame, // a longer frame without TSO is refused at Transmit (ErrTooBig)
 		TxMaxSegSize:  4096,
 		RxMaxSize:     cfg.RxBufSize,
 		RxMaxSegSize:  cfg.RxBufSize,
@@ -74,8 +82,14 @@ func Shared(cfg Config) *iflib.SharedCtx {
 // Attach registers the NIC with iflib: the attachment's Driver, Shared and
 // Bus are filled in here; the rest (config, input, filter) comes from a.
 // The ring sizes come from the NIC's Config unless a.Config overrides them.
+// The NIC is bound to the driver until the context detaches: attaching a
+// NIC that is already attached, or driven by a RawForwarder, fails with
+// ErrBusy.
 func (n *NIC) Attach(a iflib.Attachment) (*Driver, error) {
 	d := &Driver{nic: n}
+	if err := n.claim(d, "an iflib driver"); err != nil {
+		return nil, err
+	}
 	a.Driver = d
 	a.Shared = Shared(n.cfg)
 	a.Bus = n.bus
@@ -88,6 +102,7 @@ func (n *NIC) Attach(a iflib.Attachment) (*Driver, error) {
 	}
 	ctx, err := iflib.Register(a)
 	if err != nil {
+		n.release(d)
 		return nil, err
 	}
 	d.ctx = ctx
@@ -145,6 +160,9 @@ func (d *Driver) RxQueuesAlloc(rings []iflib.RingMem, nrxqs, nrxqsets int) error
 // Init is IFDI_INIT: program the rings and start the device; the link
 // comes up.
 func (d *Driver) Init(ctx *iflib.Context) error {
+	if !d.nic.ownedBy(d) {
+		return fmt.Errorf("%w: %s is not bound to this driver", ErrBusy, d.nic.bus.Name())
+	}
 	tx := make([]busdma.BusAddr, len(d.tx))
 	rx := make([]busdma.BusAddr, len(d.rx))
 	for i := range d.tx {
@@ -214,13 +232,19 @@ func (d *Driver) RxQueueIntrEnable(ctx *iflib.Context, qid int) error {
 
 // Detach is IFDI_DETACH.
 func (d *Driver) Detach(ctx *iflib.Context) error {
-	d.nic.stop()
+	if d.nic.ownedBy(d) {
+		d.nic.stop()
+	}
+	d.nic.release(d)
 	return nil
 }
 
 // TxdEncap is ift_txd_encap: one descriptor per segment; EOP, and RS when
 // iflib asks for a report (IPI_TX_INTR), on the last.
 func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
+	if pi.Len > d.nic.cfg.MaxFrame {
+		return ErrFrameTooLong
+	}
 	t := &d.tx[pi.QSIdx]
 	mask := t.size - 1
 	idx := pi.PIdx
@@ -335,6 +359,11 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		}
 		i = (i + 1) & mask
 		if wb.status&RxStatEOP != 0 {
+			if wb.errors&RxErrFrameMask != 0 {
+				// em's rxd_pkt_get: "Make sure bad packets are discarded"
+				// returns EBADMSG, and iflib resets.
+				return errRxFrame
+			}
 			break
 		}
 	}
@@ -361,6 +390,9 @@ func (d *Driver) RxdFlush(qid int, flid int, pidx int) {
 }
 
 // Teardown detaches the iflib context, then runs CheckTeardown.
+//
+// Deprecated: use the simnictest package, whose Env.Close checks this and
+// more (goroutines, checker reports, IOMMU faults).
 func (d *Driver) Teardown(zones ...*iflib.Zone) error {
 	if err := d.ctx.Detach(); err != nil {
 		return err
@@ -369,11 +401,13 @@ func (d *Driver) Teardown(zones ...*iflib.Zone) error {
 }
 
 // CheckTeardown checks the books after detach: no map still loaded on the
-// NIC's bus, every packet back in the zones given (e.g. the senders'; iflib's
-// Detach checks its own RX zones); then it closes the bus device
-// (which reports any map the checker still tracks). It returns every
-// problem found, joined. When packets cross NICs (forwarding), detach all
-// of them before checking any.
+// NIC's bus and every packet back in the zones given (e.g. the senders');
+// then it closes the bus device (which reports any map the checker still
+// tracks). The RX free lists' zones are iflib's to check, in Detach. It
+// returns every problem found, joined. When packets cross NICs
+// (forwarding), detach all of them before checking any.
+//
+// Deprecated: use the simnictest package.
 func (d *Driver) CheckTeardown(zones ...*iflib.Zone) error {
 	var errs []error
 	if n := d.nic.bus.LoadedMaps(); n != 0 {

@@ -35,11 +35,11 @@ type RawConfig struct {
 
 // RawStats are the raw forwarder's counters.
 type RawStats struct {
-	Received  uint64 // frames read from the RX ring (EOP write-backs)
-	Forwarded uint64 // frames written to the TX ring
+	Received  uint64 // frames read from the RX ring (Forwarded + Errors)
+	Forwarded uint64 // frames written to the TX ring, whole
 	Completed uint64 // TX descriptors the device finished, buffers recycled
 	Bytes     uint64 // bytes forwarded
-	Errors    uint64 // write-backs with a bad length (dropped, buffer recycled)
+	Errors    uint64 // frames dropped whole: a descriptor with a bad length or an error (buffers recycled)
 	Doorbells uint64 // RDT and TDT writes
 	Sleeps    uint64 // times the loop blocked on an interrupt
 }
@@ -98,7 +98,10 @@ type RawForwarder struct {
 
 // NewRawForwarder prepares a raw loop from rx's wire to tx's wire: ring
 // memory on both devices and every cluster mapped on both. Both NICs must
-// have one queue and share an address space; neither may be running.
+// have one queue and share an address space. The forwarder binds both NICs
+// until Close: a NIC attached to iflib or bound to another forwarder is
+// refused with an error matching both ErrRawBusy and ErrBusy, and so is a
+// later Attach of either NIC.
 func NewRawForwarder(rx, tx *NIC, cfg RawConfig) (*RawForwarder, error) {
 	if rx == nil || tx == nil || rx == tx {
 		return nil, fmt.Errorf("%w: need two distinct NICs", ErrRawConfig)
@@ -126,6 +129,13 @@ func NewRawForwarder(rx, tx *NIC, cfg RawConfig) (*RawForwarder, error) {
 	f := &RawForwarder{
 		rx: rx, tx: tx, batch: cfg.Batch, bufSz: rx.cfg.RxBufSize,
 		rxSize: rx.cfg.NRxd, txSize: tx.cfg.NTxd, kick: make(chan struct{}, 1),
+	}
+	if err := rx.claim(f, "a raw forwarder"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRawBusy, err)
+	}
+	if err := tx.claim(f, "a raw forwarder"); err != nil {
+		rx.release(f)
+		return nil, fmt.Errorf("%w: %w", ErrRawBusy, err)
 	}
 	if err := f.alloc(cfg.Buffers); err != nil {
 		f.release()
@@ -231,6 +241,8 @@ func (f *RawForwarder) release() {
 			f.rings[i] = nil
 		}
 	}
+	f.rx.release(f)
+	f.tx.release(f)
 }
 
 // Start programs both devices with the forwarder's rings, posts buffers
@@ -398,8 +410,11 @@ func (f *RawForwarder) reclaim() int {
 	return n
 }
 
-// forward moves up to a batch of completed RX descriptors to the TX ring,
-// buffer and all, and rings TDT once.
+// forward moves up to a batch of completed RX frames to the TX ring,
+// buffers and all, and rings TDT once. A frame is forwarded whole or
+// dropped whole: if any of its descriptors has a bad length or its EOP
+// descriptor an error, every buffer of the frame goes back to the free
+// stack and the frame is counted in Errors (never sent shorter).
 func (f *RawForwarder) forward() int {
 	rxq := &f.rx.rxq[0]
 	head := int(rxq.rdh.Load()) // acquire: data and write-backs
@@ -409,36 +424,61 @@ func (f *RawForwarder) forward() int {
 	rring, tring := f.rings[0], f.rings[2]
 	rring.Sync(busdma.PostRead | busdma.PostWrite)
 	rmask, tmask := f.rxSize-1, f.txSize-1
-	n, frames, nbytes := 0, 0, 0
+	n, frames, bad, nbytes := 0, 0, 0, 0
 	last := -1
-	for n < f.batch && f.rxNext != head && f.txUsed < f.txSize-1 {
-		d := rring.Vaddr[f.rxNext*DescSize : (f.rxNext+1)*DescSize]
-		wb := getRxWB(d)
-		if wb.status&RxStatDD == 0 {
-			break
+	for n < f.batch && f.rxNext != head {
+		// The frame's extent: descriptors up to EOP. The device publishes
+		// RDH after a frame's last write-back, so a frame before head is
+		// complete.
+		cnt, ok, drop := 0, false, false
+		for i := f.rxNext; i != head; i = (i + 1) & rmask {
+			wb := getRxWB(rring.Vaddr[i*DescSize : (i+1)*DescSize])
+			if wb.status&RxStatDD == 0 {
+				break
+			}
+			cnt++
+			if int(wb.length) > f.bufSz || wb.length == 0 {
+				drop = true
+			}
+			if wb.status&RxStatEOP != 0 {
+				ok = true
+				if wb.errors&RxErrFrameMask != 0 {
+					drop = true
+				}
+				break
+			}
 		}
-		b := f.rxSlot[f.rxNext]
-		f.rxMaps[b].Sync(busdma.PostRead)
-		f.rxNext = (f.rxNext + 1) & rmask
-		n++
-		if int(wb.length) > f.bufSz || wb.length == 0 {
-			f.errs.Add(1)
-			f.free = append(f.free, b)
-			continue
+		if !ok || (!drop && f.txSize-1-f.txUsed < cnt) {
+			break // incomplete, or no room on TX: keep it for the next pass
 		}
-		eop := wb.status&RxStatEOP != 0
-		cmd := uint8(TxCmdIFCS)
-		if eop {
-			cmd |= TxCmdEOP
+		if drop {
+			bad++
+		} else {
 			frames++
 		}
-		f.txMaps[b].Sync(busdma.PreWrite)
-		last = f.txTail
-		putTxDesc(tring.Vaddr[f.txTail*DescSize:], txDesc{addr: uint64(f.txBA[b]), length: wb.length, cmd: cmd})
-		f.txSlot[f.txTail] = b
-		f.txTail = (f.txTail + 1) & tmask
-		f.txUsed++
-		nbytes += int(wb.length)
+		for j := 0; j < cnt; j++ {
+			d := rring.Vaddr[f.rxNext*DescSize : (f.rxNext+1)*DescSize]
+			wb := getRxWB(d)
+			b := f.rxSlot[f.rxNext]
+			f.rxMaps[b].Sync(busdma.PostRead)
+			f.rxNext = (f.rxNext + 1) & rmask
+			n++
+			if drop {
+				f.free = append(f.free, b)
+				continue
+			}
+			cmd := uint8(TxCmdIFCS)
+			if j == cnt-1 {
+				cmd |= TxCmdEOP
+			}
+			f.txMaps[b].Sync(busdma.PreWrite)
+			last = f.txTail
+			putTxDesc(tring.Vaddr[f.txTail*DescSize:], txDesc{addr: uint64(f.txBA[b]), length: wb.length, cmd: cmd})
+			f.txSlot[f.txTail] = b
+			f.txTail = (f.txTail + 1) & tmask
+			f.txUsed++
+			nbytes += int(wb.length)
+		}
 	}
 	if last >= 0 {
 		// Report status on the batch's last descriptor: its completion
@@ -449,8 +489,9 @@ func (f *RawForwarder) forward() int {
 		f.tx.wake()
 		f.doorbells.Add(1)
 	}
-	f.received.Add(uint64(frames))
+	f.received.Add(uint64(frames + bad))
 	f.forwarded.Add(uint64(frames))
+	f.errs.Add(uint64(bad))
 	f.bytes.Add(uint64(nbytes))
 	return n
 }

@@ -5,114 +5,31 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/goiflib/goiflib/busdma"
-	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
-// rig is one simnic attached to iflib on a simulated address space with
-// the busdma checker on, its wire ending in a recording sink.
-type rig struct {
-	t     testing.TB
-	space busdma.Space
-	nic   *simnic.NIC
-	drv   *simnic.Driver
-	ctx   *iflib.Context
-	zone  *iflib.Zone
-	sink  *simnic.Sink
-	mu    sync.Mutex
-	got   [][]byte
-}
-
-type rigOpts struct {
-	mode   iflib.TxMode
-	cfg    iflib.Config
-	nic    simnic.Config
-	sim    busdma.SimConfig
-	record bool
-	input  func(int, []*iflib.Packet)
-	iommu  bool
-	filter func(int, []byte) bool
-}
-
-func newRig(t testing.TB, o rigOpts) *rig {
+// newRig is simnictest.New with a recording peer when record is set.
+func newRig(t testing.TB, o simnictest.Options, record bool) (*simnictest.Rig, *simnictest.Recorder) {
 	t.Helper()
-	chk := busdmatest.NewChecker(t)
-	if o.sim.Size == 0 {
-		o.sim.Size = 48 << 20
+	var rec *simnictest.Recorder
+	if record {
+		rec = &simnictest.Recorder{}
+		o.Peer = rec
 	}
-	if o.sim.ContigSize == 0 {
-		o.sim.ContigSize = 1 << 20
-	}
-	var space busdma.Space
-	var err error
-	if o.iommu {
-		space, err = busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: o.sim})
-	} else {
-		space, err = busdma.NewSimSpace(o.sim)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.nic.Checker = chk
-	nic, err := simnic.New(space, o.nic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, space: space, nic: nic, sink: &simnic.Sink{}}
-	if o.record {
-		r.sink.Inspect = func(f []byte) {
-			r.mu.Lock()
-			r.got = append(r.got, bytes.Clone(f))
-			r.mu.Unlock()
-		}
-	}
-	nic.SetPeer(r.sink)
-	o.cfg.TxMode = o.mode
-	if o.cfg.RxZoneSize == 0 {
-		o.cfg.RxZoneSize = 2048 + 512
-	}
-	r.drv, err = nic.Attach(iflib.Attachment{Config: o.cfg, Input: o.input, RxFilter: o.filter})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.ctx = r.drv.Context()
-	r.zone, err = iflib.NewZone(space, "tx", iflib.MCLBytes, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.ctx.Init(); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// close detaches and checks that nothing leaked: every packet back in its
-// zone, no map loaded.
-func (r *rig) close() {
-	r.t.Helper()
-	if err := r.drv.Teardown(r.zone); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// frame builds a packet chain: a 42-byte Ethernet/IPv4/UDP header buffer
-// plus payload buffers, carrying (flow, seq) in the payload.
-func (r *rig) frame(flow, seq uint32, size, nseg int) *iflib.Packet {
-	r.t.Helper()
-	data := make([]byte, size)
-	fillFrame(data, flow, seq)
-	return r.chain(data, nseg)
+	return simnictest.New(t, o), rec
 }
 
 func fillFrame(data []byte, flow, seq uint32) {
 	for i := range data {
 		data[i] = byte(i*7 + int(seq))
+	}
+	if len(data) < 15 {
+		return
 	}
 	copy(data[0:6], []byte{2, 0, 0, 0, 0, 2})
 	copy(data[6:12], []byte{2, 0, 0, 0, 0, 1})
@@ -122,27 +39,6 @@ func fillFrame(data []byte, flow, seq uint32) {
 		binary.BigEndian.PutUint32(data[42:46], flow)
 		binary.BigEndian.PutUint32(data[46:50], seq)
 	}
-}
-
-// chain splits data over nseg buffers of the rig's zone.
-func (r *rig) chain(data []byte, nseg int) *iflib.Packet {
-	var head, tail *iflib.Packet
-	per := (len(data) + nseg - 1) / nseg
-	for off := 0; off < len(data); off += per {
-		p, err := r.zone.Get()
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		p.Append(data[off:min(off+per, len(data))])
-		if head == nil {
-			head = p
-		} else {
-			tail.Next = p
-		}
-		tail = p
-	}
-	head.Hdr.Len = len(data)
-	return head
 }
 
 func waitFor(t testing.TB, what string, cond func() bool) {
@@ -160,17 +56,17 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 func TestTransmitEveryModeByteIdentical(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		t.Run(mode.String(), func(t *testing.T) {
-			r := newRig(t, rigOpts{mode: mode, record: true})
+			r, rec := newRig(t, simnictest.Options{Config: iflib.Config{TxMode: mode}}, true)
 			rng := rand.New(rand.NewPCG(1, uint64(mode)))
 			const n = 1500
 			var want [][]byte
 			for i := 0; i < n; i++ {
-				size := 60 + rng.IntN(1440)
+				data := make([]byte, 60+rng.IntN(1440))
+				fillFrame(data, 0, uint32(i))
 				nseg := 1 + rng.IntN(4)
-				m := r.frame(0, uint32(i), size, nseg)
-				want = append(want, bytes.Clone(flatten(m)))
+				want = append(want, data)
 				for {
-					err := r.ctx.Transmit(m)
+					err := r.Ctx.Transmit(r.Packet(data, nseg))
 					if err == nil {
 						break
 					}
@@ -179,13 +75,10 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 					}
 					// mpring mode drops on a full ring: resend a fresh copy.
 					runtime.Gosched()
-					m = r.chain(want[i], nseg)
 				}
 			}
-			waitFor(t, "all frames on the wire", func() bool { return r.sink.Frames() >= n })
-			r.mu.Lock()
-			got := r.got
-			r.mu.Unlock()
+			waitFor(t, "all frames on the wire", func() bool { return rec.Len() >= n })
+			got := rec.Frames()
 			if len(got) != n {
 				t.Fatalf("got %d frames, want %d", len(got), n)
 			}
@@ -194,7 +87,6 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 					t.Fatalf("frame %d differs (len %d vs %d)", i, len(got[i]), len(want[i]))
 				}
 			}
-			r.close()
 		})
 	}
 }
@@ -206,3 +98,5 @@ func flatten(m *iflib.Packet) []byte {
 	}
 	return b
 }
+
+func simnicSmall() simnic.Config { return simnic.Config{NRxd: 256, NTxd: 256} }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -55,13 +56,13 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recvRecorder{}
-			r := newRig(t, rigOpts{mode: iflib.TxModeMPRing, input: rec.input})
+			r, _ := newRig(t, simnictest.Options{Input: rec.input}, false)
 			const n = 1500
 			var want [][]byte
 			for i := 0; i < n; i++ {
 				f := frameOf(tc.sizes[i%len(tc.sizes)], uint32(i))
 				want = append(want, f)
-				for !r.nic.Receive(f) {
+				for !r.NIC.Receive(f) {
 					waitFor(t, "fifo room", func() bool { return true })
 				}
 			}
@@ -77,7 +78,6 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 					t.Fatalf("packet %d differs: len %d vs %d", i, len(got[i]), len(want[i]))
 				}
 			}
-			r.close()
 		})
 	}
 }

@@ -1,6 +1,8 @@
 package simnic
 
 import (
+	"errors"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -39,8 +41,25 @@ func (s *Sink) Frames() uint64 { return s.frames.Load() }
 // Bytes returns the bytes that arrived.
 func (s *Sink) Bytes() uint64 { return s.bytes.Load() }
 
+// Errors of the Generator's lifecycle.
+var (
+	// ErrGenStarted: Start on a generator that was already started.
+	ErrGenStarted = errors.New("simnic: generator already started")
+	// ErrGenNotStarted: Stop or Wait on a generator that was never started.
+	ErrGenNotStarted = errors.New("simnic: generator not started")
+	// ErrGenConfig: Start with a nil endpoint, a nil Next or a bad Rate.
+	ErrGenConfig = errors.New("simnic: invalid generator")
+)
+
 // Generator sends frames into an endpoint from its own goroutine, as fast
 // as the endpoint takes them or at a rate.
+//
+// Lifecycle: Start once; then Stop (any number of times, from any
+// goroutine) ends it and waits, and Wait waits for it to end by itself
+// (Count reached or Next returned 0) — with Count 0 and a Next that never
+// returns 0, Wait returns only after a Stop. Stop and Wait before Start
+// return ErrGenNotStarted; a second Start returns ErrGenStarted. A
+// generator is not restartable.
 type Generator struct {
 	// Next writes the next frame into buf and returns its length; 0 stops
 	// the generator.
@@ -51,14 +70,31 @@ type Generator struct {
 	Count uint64
 
 	sent, refused atomic.Uint64
-	stop          chan struct{}
-	done          chan struct{}
+	mu            sync.Mutex    // Start against Stop/Wait
+	stop          chan struct{} // set under mu by Start
+	done          chan struct{} // set under mu by Start
+	stopOnce      sync.Once
 }
 
 // Start runs the generator into dst.
-func (g *Generator) Start(dst Endpoint) {
+func (g *Generator) Start(dst Endpoint) error {
+	if dst == nil || g.Next == nil || g.Rate < 0 || math.IsNaN(g.Rate) || math.IsInf(g.Rate, 0) {
+		return ErrGenConfig
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done != nil {
+		return ErrGenStarted
+	}
 	g.stop, g.done = make(chan struct{}), make(chan struct{})
 	go g.run(dst)
+	return nil
+}
+
+func (g *Generator) chans() (stop, done chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stop, g.done
 }
 
 func (g *Generator) run(dst Endpoint) {
@@ -80,7 +116,7 @@ func (g *Generator) run(dst Endpoint) {
 			}
 		}
 		n := g.Next(seq, buf)
-		if n == 0 {
+		if n <= 0 || n > len(buf) {
 			return
 		}
 		if dst.Receive(buf[:n]) {
@@ -95,17 +131,26 @@ func (g *Generator) run(dst Endpoint) {
 }
 
 // Stop ends the generator and waits for it.
-func (g *Generator) Stop() {
-	select {
-	case <-g.stop:
-	default:
-		close(g.stop)
+func (g *Generator) Stop() error {
+	stop, done := g.chans()
+	if done == nil {
+		return ErrGenNotStarted
 	}
-	<-g.done
+	g.stopOnce.Do(func() { close(stop) })
+	<-done
+	return nil
 }
 
-// Wait waits until the generator ends by itself (Count reached).
-func (g *Generator) Wait() { <-g.done }
+// Wait waits until the generator ends (Count reached, Next returned 0, or
+// Stop).
+func (g *Generator) Wait() error {
+	_, done := g.chans()
+	if done == nil {
+		return ErrGenNotStarted
+	}
+	<-done
+	return nil
+}
 
 // Sent is frames the endpoint took; Refused is frames it dropped.
 func (g *Generator) Sent() uint64 { return g.sent.Load() }

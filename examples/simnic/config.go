@@ -1,0 +1,141 @@
+package simnic
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// Config describes one simulated NIC. The zero value works: every zero
+// field takes the default documented on it; a negative or impossible value
+// is a *ConfigError from [New].
+type Config struct {
+	Name   string // busdma device name and driver unit name; default "simnic"
+	Unit   int    // unit number (dev.simnic.<unit>); ≥ 0
+	Queues int    // TX and RX queue sets; default 1, at most MaxQueues
+	// NTxd and NRxd are the descriptors per ring; default 1024, between 2
+	// and MaxRingSize. The device handles any size; iflib requires a power
+	// of two and refuses others at Register.
+	NTxd, NRxd int
+	// RxBufSize is the RX cluster size; default 2048 (MCLBYTES). Between
+	// 256 and 16384, the range of the legacy RCTL.BSIZE/BSEX encodings.
+	RxBufSize int
+	// MaxFrame is the largest frame on the wire without the FCS and without
+	// a VLAN tag (the MAXFRS.MFS register: "VLAN tags are not included");
+	// default 9018 (9000 bytes of MTU), between 60 and MaxFrameLimit. A
+	// received frame above it is dropped and counted (ROC); a transmitted
+	// one is refused by the driver and, if it reaches the device anyway,
+	// dropped whole and counted (TxTooLong): never truncated.
+	MaxFrame int
+	// FIFO is the receive FIFO in frames, a power of two; default 1024.
+	// FIFO × MaxFrame bytes are allocated, at most MaxFIFOBytes.
+	FIFO int
+	// TxSegs is the segments per TX packet the driver allows
+	// (isc_tx_nsegments); default 32, between 1 and 128 (IFLIB_MAX_TX_SEGS).
+	TxSegs  int
+	Checker *busdma.Checker
+	// LineRate is the wire speed in bits/s (with 20 bytes of preamble and
+	// inter-frame gap and a 4-byte FCS per frame); 0 is unlimited, for
+	// CPU-bound measurements. FrameRate caps frames/s likewise. Neither may
+	// be negative, NaN or infinite.
+	LineRate  float64
+	FrameRate float64
+	// ITR is the interrupt moderation interval: a queue raises at most one
+	// interrupt per ITR (and stays masked until the driver re-enables it).
+	// 0: no moderation; negative is an error.
+	ITR time.Duration
+}
+
+// Limits of a Config.
+const (
+	MaxQueues     = 64      // queue sets
+	MaxRingSize   = 1 << 16 // descriptors per ring (TDLEN/RDLEN are 20 bits of 16-byte units)
+	MaxFrameLimit = 16384   // MaxFrame; 82599's MAXFRS.MFS tops out at 15.5 KB, and the RX descriptor length is 16 bits
+	MaxFIFOBytes  = 256 << 20
+	minRxBufSize  = 256
+	maxRxBufSize  = 16384
+	minFrame      = 60 // ETHER_MIN_LEN without the FCS
+)
+
+// ErrConfig is matched (errors.Is) by every *ConfigError.
+var ErrConfig = errors.New("simnic: invalid configuration")
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("simnic: invalid Config.%s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// defaults fills the zero fields. It does not validate.
+func (c *Config) defaults() {
+	if c.Name == "" {
+		c.Name = "simnic"
+	}
+	if c.Queues == 0 {
+		c.Queues = 1
+	}
+	if c.NTxd == 0 {
+		c.NTxd = 1024
+	}
+	if c.NRxd == 0 {
+		c.NRxd = 1024
+	}
+	if c.RxBufSize == 0 {
+		c.RxBufSize = 2048
+	}
+	if c.MaxFrame == 0 {
+		c.MaxFrame = 9018
+	}
+	if c.FIFO == 0 {
+		c.FIFO = 1024
+	}
+	if c.TxSegs == 0 {
+		c.TxSegs = 32
+	}
+}
+
+// validate checks a Config after defaults.
+func (c *Config) validate() error {
+	bad := func(field string, v any, reason string) error {
+		return &ConfigError{Field: field, Value: v, Reason: reason}
+	}
+	rate := func(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+	switch {
+	case c.Unit < 0:
+		return bad("Unit", c.Unit, "negative")
+	case c.Queues < 1 || c.Queues > MaxQueues:
+		return bad("Queues", c.Queues, fmt.Sprintf("want 1..%d", MaxQueues))
+	case c.NTxd < 2 || c.NTxd > MaxRingSize:
+		return bad("NTxd", c.NTxd, fmt.Sprintf("want 2..%d", MaxRingSize))
+	case c.NRxd < 2 || c.NRxd > MaxRingSize:
+		return bad("NRxd", c.NRxd, fmt.Sprintf("want 2..%d", MaxRingSize))
+	case c.RxBufSize < minRxBufSize || c.RxBufSize > maxRxBufSize:
+		return bad("RxBufSize", c.RxBufSize, fmt.Sprintf("want %d..%d", minRxBufSize, maxRxBufSize))
+	case c.MaxFrame < minFrame || c.MaxFrame > MaxFrameLimit:
+		return bad("MaxFrame", c.MaxFrame, fmt.Sprintf("want %d..%d", minFrame, MaxFrameLimit))
+	case c.FIFO < 1 || c.FIFO&(c.FIFO-1) != 0:
+		return bad("FIFO", c.FIFO, "not a positive power of two")
+	case c.FIFO > MaxFIFOBytes/(c.MaxFrame+4):
+		return bad("FIFO", c.FIFO, fmt.Sprintf("FIFO × (MaxFrame+4) above %d bytes", MaxFIFOBytes))
+	case c.TxSegs < 1 || c.TxSegs > 128:
+		return bad("TxSegs", c.TxSegs, "want 1..128")
+	case !rate(c.LineRate):
+		return bad("LineRate", c.LineRate, "negative, NaN or infinite")
+	case !rate(c.FrameRate):
+		return bad("FrameRate", c.FrameRate, "negative, NaN or infinite")
+	case c.ITR < 0:
+		return bad("ITR", c.ITR, "negative")
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package simnic_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Issue 11 item 26: an impossible Config is a *ConfigError, never a panic.
+func TestNewRejectsBadConfig(t *testing.T) {
+	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range map[string]simnic.Config{
+		"MaxFrame -1":       {MaxFrame: -1},
+		"MaxFrame 30":       {MaxFrame: 30},
+		"MaxFrame 1<<20":    {MaxFrame: 1 << 20},
+		"FIFO -4":           {FIFO: -4},
+		"FIFO 3":            {FIFO: 3},
+		"FIFO huge":         {FIFO: 1 << 30},
+		"Queues -1":         {Queues: -1},
+		"Queues 1000":       {Queues: 1000},
+		"NTxd -1":           {NTxd: -1},
+		"NRxd 1<<20":        {NRxd: 1 << 20},
+		"RxBufSize 16":      {RxBufSize: 16},
+		"RxBufSize -2048":   {RxBufSize: -2048},
+		"TxSegs 0 (neg)":    {TxSegs: -3},
+		"TxSegs 129":        {TxSegs: 129},
+		"LineRate NaN":      {LineRate: math.NaN()},
+		"FrameRate -1":      {FrameRate: -1},
+		"LineRate Inf":      {LineRate: math.Inf(1)},
+		"ITR negative":      {ITR: -time.Millisecond},
+		"Unit negative":     {Unit: -1},
+		"RxBufSize 1 << 20": {RxBufSize: 1 << 20},
+	} {
+		n, err := simnic.New(space, cfg)
+		var ce *simnic.ConfigError
+		if !errors.Is(err, simnic.ErrConfig) || !errors.As(err, &ce) || n != nil {
+			t.Errorf("%s: New = %v, %v; want a *ConfigError", name, n, err)
+		}
+	}
+	if _, err := simnic.New(nil, simnic.Config{}); !errors.Is(err, simnic.ErrConfig) {
+		t.Errorf("nil space: %v, want ErrConfig", err)
+	}
+	// Sizes iflib refuses (not a power of two) are the device's to accept.
+	if n, err := simnic.New(space, simnic.Config{NTxd: 1000, NRxd: 100}); err != nil {
+		t.Errorf("NTxd 1000: %v", err)
+	} else {
+		_ = n.Bus().Close()
+	}
+}
+
+// Issue 11 item 26: the generator's lifecycle misuse gets typed errors
+// instead of a panic, a hang or a killed process.
+func TestGeneratorLifecycleErrors(t *testing.T) {
+	g := &simnic.Generator{Next: func(seq uint64, buf []byte) int { return 60 }, Count: 10}
+	done := make(chan error, 2)
+	go func() { done <- g.Stop() }()
+	go func() { done <- g.Wait() }()
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-done:
+			if !errors.Is(err, simnic.ErrGenNotStarted) {
+				t.Errorf("Stop/Wait before Start: %v, want ErrGenNotStarted", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Stop or Wait before Start hangs")
+		}
+	}
+	sink := &simnic.Sink{}
+	if err := g.Start(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(sink); !errors.Is(err, simnic.ErrGenStarted) {
+		t.Errorf("second Start: %v, want ErrGenStarted", err)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Stop(); err != nil {
+		t.Errorf("Stop after the end: %v", err)
+	}
+	if err := g.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	if sink.Frames() != 10 || g.Sent() != 10 {
+		t.Errorf("sent %d, sink %d; want 10", g.Sent(), sink.Frames())
+	}
+	for name, bad := range map[string]*simnic.Generator{
+		"nil Next": {},
+		"NaN rate": {Next: g.Next, Rate: math.NaN()},
+		"neg rate": {Next: g.Next, Rate: -1},
+	} {
+		if err := bad.Start(sink); !errors.Is(err, simnic.ErrGenConfig) {
+			t.Errorf("%s: %v, want ErrGenConfig", name, err)
+		}
+	}
+	if err := (&simnic.Generator{Next: g.Next}).Start(nil); !errors.Is(err, simnic.ErrGenConfig) {
+		t.Errorf("nil endpoint: %v, want ErrGenConfig", err)
+	}
+}
+
+// Issue 11 item 26: a NIC is bound to one driver; a second Attach is
+// ErrBusy, and after Detach the NIC can be attached again.
+func TestAttachTwiceIsBusy(t *testing.T) {
+	env := simnictest.NewEnv(t, simnictest.EnvOptions{})
+	n, err := env.NewNIC(simnic.Config{NTxd: 256, NRxd: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := iflib.Config{RxZoneSize: 600}
+	d, err := env.Attach(n, iflib.Attachment{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Context().Init(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Attach(n, iflib.Attachment{Config: cfg}); !errors.Is(err, simnic.ErrBusy) {
+		t.Fatalf("second Attach: %v, want ErrBusy", err)
+	}
+	if err := d.Context().Detach(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := env.Attach(n, iflib.Attachment{Config: cfg})
+	if err != nil {
+		t.Fatalf("Attach after Detach: %v", err)
+	}
+	if err := d2.Context().Init(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 11 item 25: a 30000-byte frame without TSO is refused at Transmit
+// and counted, in every TX mode; nothing of it reaches the wire.
+func TestOversizeFrameRefused(t *testing.T) {
+	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
+		t.Run(mode.String(), func(t *testing.T) {
+			r, rec := newRig(t, simnictest.Options{Config: iflib.Config{TxMode: mode}}, true)
+			big := make([]byte, 30000)
+			fillFrame(big, 0, 1)
+			err := r.Ctx.Transmit(r.Packet(big, 15))
+			if err == nil {
+				t.Fatal("a 30000-byte frame without TSO was accepted")
+			}
+			small := make([]byte, 100)
+			fillFrame(small, 0, 2)
+			if err := r.Ctx.Transmit(r.Packet(small, 1)); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the small frame", func() bool { return rec.Len() >= 1 })
+			time.Sleep(5 * time.Millisecond)
+			if got := rec.Frames(); len(got) != 1 || len(got[0]) != 100 {
+				t.Fatalf("wire got %d frames (first %d bytes), want only the 100-byte one", len(got), len(got[0]))
+			}
+			if oe := r.Ctx.Counter(iflib.IfCounterOErrors); oe != 1 {
+				t.Fatalf("oerrors %d, want 1", oe)
+			}
+			if st := r.NIC.Stats(); st.TxFrames != 1 || st.TxTooLong != 0 {
+				t.Fatalf("device stats %+v", st)
+			}
+		})
+	}
+}
