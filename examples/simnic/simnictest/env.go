@@ -50,10 +50,10 @@ type EnvOptions struct {
 	// defaults, except Size (default 64 MiB) and ContigSize (default
 	// 2 MiB), sized for a few NICs with 1024-descriptor rings.
 	Sim busdma.SimConfig
-	// IOMMU puts the memory behind busdma's IOMMU model, with these costs
-	// per map and unmap (busy-work units, see busdma.IOMMUConfig).
+	// IOMMU puts the memory behind busdma's IOMMU model, with this CPU
+	// time per map and unmap (see busdma.IOMMUConfig).
 	IOMMU              bool
-	MapCost, UnmapCost int
+	MapTime, UnmapTime time.Duration
 	// AllowIOMMUFaults keeps Close from failing on IOMMU faults (a test
 	// that injects them counts them itself).
 	AllowIOMMUFaults bool
@@ -105,7 +105,7 @@ func Open(o EnvOptions) (*Env, error) {
 	e := &Env{opts: o, label: strconv.FormatUint(envIDs.Add(1), 10)}
 	var err error
 	if o.IOMMU {
-		e.IOMMU, err = busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: sim, MapCost: o.MapCost, UnmapCost: o.UnmapCost})
+		e.IOMMU, err = busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: sim, MapTime: o.MapTime, UnmapTime: o.UnmapTime})
 		e.Space = e.IOMMU
 	} else {
 		e.Space, err = busdma.NewSimSpace(sim)
@@ -273,4 +273,4 @@ func (e *Env) Close() error {
 
 // alreadyDetached reports whether Detach failed only because the test
 // detached the context itself.
-func alreadyDetached(err error) bool { return errors.Is(err, iflib.ErrState) }
+func alreadyDetached(err error) bool { return errors.Is(err, iflib.ErrDetached) }
