@@ -35,7 +35,7 @@ type Attachment struct {
 	// mapped in its slot and is reposted without a reload. It runs on the
 	// RX task and must not keep the slice.
 	RxFilter func(qid int, frame []byte) bool
-	// CPUs is the placement registry (nil: DefaultAllocator, shared by
+	// CPUs is the placement registry (nil: cpumap.DefaultAllocator, shared by
 	// every context of the process, like FreeBSD's cpu_offsets).
 	CPUs *cpumap.Allocator
 }
@@ -94,9 +94,10 @@ type Context struct {
 	space  busdma.Space
 	input  func(qid int, pkts []*Packet)
 
-	txqSelect func(m *Packet) int
-	rxFilter  func(qid int, frame []byte) bool
-	alloc     *cpumap.Allocator
+	txqSelect     func(m *Packet) int
+	unhashedQueue int // the TX queue of packets without a hash (set at Register)
+	rxFilter      func(qid int, frame []byte) bool
+	alloc         *cpumap.Allocator
 
 	admin    adminTask
 	own      goroutineSet  // the tasks', the timer's and the admin task's goroutines
@@ -194,6 +195,9 @@ func Register(a Attachment) (*Context, error) {
 	undo = append(undo, func() { _ = c.freeQueues() })
 	if err := c.allocQueues(); err != nil {
 		return fail(err)
+	}
+	if c.cfg.TxMode != TxModeMPRing {
+		c.unhashedQueue = len(c.txqs) - 1
 	}
 	queuesHanded = true
 	if err := c.dev.TxQueuesAlloc(c.txRings, c.shared.NTxQs, c.sc.NTxQSets); err != nil {
@@ -341,7 +345,7 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 		ctx: c, id: id, size: size, mask: size - 1, pad: c.sc.TxPad, ring: ring,
 		maps: make([]*busdma.Map, size), sdM: make([]*Packet, size), sdFl: make([]uint8, size),
 		segs: make([]busdma.Segment, 0, MaxTxSegs), bufs: make([][]byte, 0, MaxTxSegs),
-		wake: make(chan struct{}, 1), sentinel: new(Packet),
+		wake: make(chan struct{}, 1), sentinel: new(Packet), path: pathFor(c.cfg.TxMode),
 		st: newCounters[txCounter](int(numTxCounters)),
 	}
 	var err error
@@ -376,9 +380,9 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 	}
 	switch c.cfg.TxMode {
 	case TxModeMPRing:
-		q.mpr, err = mpring.New[*Packet](MPRingSize, q.txqDrain, q.txqCanDrain)
+		q.mpr, err = mpring.New[*Packet](MPRingSize, q.drain, q.canDrain)
 	case TxModeDRBR:
-		q.drbr, err = bufring.NewDRBR[*Packet](c.cfg.DRBRSize, c.cfg.DRBRMaxProducers, q.drbrXmit)
+		q.drbr, err = bufring.NewDRBR[*Packet](c.cfg.DRBRSize, max(c.cfg.DRBRMaxProducers, 0), q.drbrXmit)
 	}
 	if err != nil {
 		q.destroyMaps()

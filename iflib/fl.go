@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/prefetch"
@@ -244,7 +243,7 @@ func (fl *freeList) fragToSD(f RxdFrag, unload bool) *Packet {
 		// prefetch_pkts: the next slots' clusters.
 		for k := 1; k <= 4; k++ {
 			if p := fl.sdCl[(slot+k)&fl.mask]; p != nil {
-				prefetch.Pointer(unsafe.Pointer(unsafe.SliceData(p.cl)))
+				prefetch.Bytes(p.cl)
 			}
 		}
 	}

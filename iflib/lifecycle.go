@@ -92,13 +92,6 @@ func (c *Context) startTask(fn func()) {
 	}()
 }
 
-func (c *Context) drbrQueues() []*txq {
-	if c.cfg.TxMode != TxModeDRBR {
-		return nil
-	}
-	return c.txqs
-}
-
 // Stop is iflib_stop: clear RUNNING so new transmits fail, wake senders
 // blocked in drbr mode (their Transmit returns ErrNotRunning), wait for the
 // transmits in progress (at most Config.StopTimeout), stop the tasks, purge

@@ -2,32 +2,9 @@ package iflib
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/goiflib/goiflib/cpumap"
 )
-
-var (
-	defaultAllocOnce sync.Once
-	defaultAlloc     *cpumap.Allocator
-	defaultAllocErr  error
-)
-
-// DefaultAllocator is the machine-wide placement registry (FreeBSD's global
-// cpu_offsets list), built once from cpumap.Discover. Contexts registered
-// without Attachment.CPUs share it, so later devices continue where
-// earlier ones stopped.
-func DefaultAllocator() (*cpumap.Allocator, error) {
-	defaultAllocOnce.Do(func() {
-		t, err := cpumap.Discover()
-		if err != nil {
-			defaultAllocErr = err
-			return
-		}
-		defaultAlloc = cpumap.NewAllocator(t, cpumap.AllocatorOptions{})
-	})
-	return defaultAlloc, defaultAllocErr
-}
 
 // placement is the CPUs chosen for a context's queue tasks
 // (iflib_irq_set_affinity), with the detach refcount.
@@ -60,7 +37,7 @@ func placeQueues(c *Context) (*placement, error) {
 	alloc := c.alloc
 	if alloc == nil {
 		var err error
-		if alloc, err = DefaultAllocator(); err != nil {
+		if alloc, err = cpumap.DefaultAllocator(); err != nil {
 			return nil, fmt.Errorf("iflib: %s: CPU topology: %w", c.name, err)
 		}
 	}

@@ -57,36 +57,7 @@ func (q *txq) task() {
 	}
 	for c.wait(q.wake, poll) {
 		q.st.add(txTaskRuns, 1)
-		switch c.cfg.TxMode {
-		case TxModeSimple:
-			q.mu.Lock()
-			q.completedReclaim()
-			q.dbCheck(true)
-			q.publish()
-			q.mu.Unlock()
-		case TxModeDRBR:
-			q.mu.Lock()
-			q.completedReclaim()
-			q.dbCheck(true)
-			q.publish()
-			q.mu.Unlock()
-			// Re-run only while the drain makes progress: a refused head
-			// (no descriptors, link down) waits for the next completion
-			// interrupt or timer tick instead of spinning.
-			if sent, more, _ := q.drbr.DrainSent(c.cfg.DRBRDrainQuota); more && sent > 0 {
-				q.kick()
-			}
-		default:
-			// FreeBSD enqueues the txq as a sentinel only when a doorbell
-			// is pending (a racy read of consumer state); we always do, so
-			// the completion that woke us is reclaimed by whoever is the
-			// consumer. A full ring refuses the sentinel: then only check
-			// drainage.
-			abdicate := c.cfg.TxAbdicate
-			if err := q.mpr.EnqueueOne(q.sentinel, TxBatchSize, abdicate); err != nil || abdicate {
-				q.mpr.CheckDrainage(TxBatchSize)
-			}
-		}
+		q.path.task(q)
 		if c.running.Load() {
 			c.txIntrEnable(q.id)
 		}

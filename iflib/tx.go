@@ -1,8 +1,6 @@
 package iflib
 
 import (
-	"unsafe"
-
 	"github.com/goiflib/goiflib/mpring"
 	"github.com/goiflib/goiflib/prefetch"
 )
@@ -29,26 +27,9 @@ import (
 //   - drbr: never drops for lack of space (the sender waits);
 //     ErrNotRunning when Stop wakes a waiting sender.
 func (c *Context) Transmit(m *Packet) error {
-	if m == nil {
-		return ErrNilPacket
+	if err := c.admit(m); err != nil {
+		return err
 	}
-	if m.zone == nil {
-		if len(c.txqs) > 0 {
-			c.txqs[0].st.add(txOErrors, 1)
-		}
-		return ErrForeignPacket
-	}
-	if m.free.Load() {
-		m.zone.usedAfterFree(m, "Transmit")
-		return ErrUseAfterFree
-	}
-	// Stop clears running and then waits for inflight to drain: a sender
-	// counts itself in only after seeing running, and re-checks after, so
-	// senders that arrive once Stop has begun never hold it up.
-	if !c.running.Load() {
-		return c.dropTx(nil, m, ErrNotRunning)
-	}
-	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
 	if !c.running.Load() {
 		return c.dropTx(nil, m, ErrNotRunning)
@@ -58,34 +39,124 @@ func (c *Context) Transmit(m *Packet) error {
 	}
 	q := c.txqs[c.selectQueue(m)]
 	if err := c.checkTx(m); err != nil {
-		if err == ErrUseAfterFree || err == ErrForeignPacket {
-			return err
+		return c.rejectTx(q, m, err)
+	}
+	return q.path.send(q, m)
+}
+
+// TransmitBatch is Transmit for a batch, as a forwarding path passes on the
+// batch its input callback received: the packets of each run bound for the
+// same queue go into that queue with one mp_ring enqueue of the run
+// (ifmp_ring_enqueue with n > 1), one drain and one doorbell decision; in
+// simple mode a run is encapsulated under one hold of the queue lock with
+// one doorbell. Order is kept within a queue.
+//
+// Ownership passes to iflib for every packet, as with Transmit. It returns
+// how many were accepted (sent or queued); each other packet was freed and
+// counted as Transmit would, and err is the first such error. The entries
+// of pkts are set to nil; the slice is not kept.
+func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
+	if len(pkts) == 0 {
+		return 0, nil
+	}
+	var first error
+	note := func(err error) {
+		if first == nil {
+			first = err
 		}
-		return c.dropTx(q, m, err)
 	}
-	switch c.cfg.TxMode {
-	case TxModeSimple:
-		return q.simpleTransmit(m)
-	case TxModeDRBR:
-		// DRBR.Transmit never drops: it sends, defers, or waits for room.
-		if err := q.drbr.Transmit(m); err != nil {
-			return c.dropTx(q, m, err)
+	// Validate each packet and compact the good ones to the front.
+	k := 0
+	live := c.running.Load() && c.link.Load() == int32(LinkStateUp)
+	if live {
+		c.inflight.Add(1)
+		defer c.inflight.Add(-1)
+		live = c.running.Load()
+	}
+	for i, m := range pkts {
+		pkts[i] = nil
+		var err error
+		switch {
+		case m == nil:
+			err = ErrNilPacket
+		case m.zone == nil:
+			err = ErrForeignPacket
+		case m.free.Load():
+			m.zone.usedAfterFree(m, "TransmitBatch")
+			err = ErrUseAfterFree
 		}
-		return nil
-	}
-	abdicate := c.cfg.TxAbdicate
-	err := q.mpr.EnqueueOne(m, TxBatchSize, abdicate)
-	if abdicate {
-		q.kick()
-	}
-	if err != nil {
-		if !abdicate {
-			q.kick()
+		if err != nil {
+			if err == ErrForeignPacket && len(c.txqs) > 0 {
+				c.txqs[0].st.add(txOErrors, 1)
+			}
+			note(err)
+			continue
 		}
-		q.mpr.CheckDrainage(TxBatchSize)
-		return c.dropTx(q, m, ErrNoBufs)
+		if !live {
+			down := ErrNotRunning
+			if c.running.Load() {
+				down = ErrLinkDown
+			}
+			note(c.dropTx(nil, m, down))
+			continue
+		}
+		if err := c.checkTx(m); err != nil {
+			note(c.rejectTx(c.txqs[c.selectQueue(m)], m, err))
+			continue
+		}
+		pkts[k] = m
+		k++
 	}
+	sent := 0
+	for i := 0; i < k; {
+		qi := c.selectQueue(pkts[i])
+		j := i + 1
+		for j < k && c.selectQueue(pkts[j]) == qi {
+			j++
+		}
+		q := c.txqs[qi]
+		n, err := q.path.sendBatch(q, pkts[i:j])
+		sent += n
+		if err != nil {
+			note(err)
+		}
+		clear(pkts[i:j])
+		i = j
+	}
+	return sent, first
+}
+
+// admit makes the checks every transmit starts with and counts the caller
+// in inflight (the caller must take itself out). Stop clears running and
+// then waits for inflight to drain: a sender counts itself in only after
+// seeing running, and the caller re-checks after, so senders that arrive
+// once Stop has begun never hold it up.
+func (c *Context) admit(m *Packet) error {
+	switch {
+	case m == nil:
+		return ErrNilPacket
+	case m.zone == nil:
+		if len(c.txqs) > 0 {
+			c.txqs[0].st.add(txOErrors, 1)
+		}
+		return ErrForeignPacket
+	case m.free.Load():
+		m.zone.usedAfterFree(m, "Transmit")
+		return ErrUseAfterFree
+	case !c.running.Load():
+		return c.dropTx(nil, m, ErrNotRunning)
+	}
+	c.inflight.Add(1)
 	return nil
+}
+
+// rejectTx is dropTx for checkTx's verdicts: a foreign or freed buffer in
+// the chain means nothing was taken.
+func (c *Context) rejectTx(q *txq, m *Packet, err error) error {
+	if err == ErrUseAfterFree || err == ErrForeignPacket {
+		return err
+	}
+	return c.dropTx(q, m, err)
 }
 
 // checkTx validates a packet before it is queued: one walk of the chain
@@ -148,9 +219,9 @@ func (c *Context) txMaxLen(m *Packet) int {
 }
 
 // selectQueue is the queue choice of iflib_if_transmit: a driver selector,
-// else QIDX for hashed packets when there are several queues, else queue 0
-// (the mp_ring path) or the last queue (iflib_simple_select_queue, simple
-// and drbr modes).
+// else QIDX for hashed packets when there are several queues, else
+// unhashedQueue: queue 0 (the mp_ring path) or the last queue
+// (iflib_simple_select_queue, simple and drbr modes).
 func (c *Context) selectQueue(m *Packet) int {
 	n := len(c.txqs)
 	if c.txqSelect != nil {
@@ -163,28 +234,179 @@ func (c *Context) selectQueue(m *Packet) int {
 		// QIDX: ((flowid & isc_rss_table_mask) % NTXQSETS) + FIRST_QSET
 		return int(m.Hdr.FlowID&uint32(c.sc.RSSTableSize-1)) % n
 	}
-	if c.cfg.TxMode != TxModeMPRing {
-		return n - 1
-	}
-	return 0
+	return c.unhashedQueue
 }
 
-// simpleTransmit is iflib_simple_transmit: encap under the queue lock, a
-// doorbell per packet, opportunistic reclaim. A lack of descriptors drops.
-func (q *txq) simpleTransmit(m *Packet) error {
-	q.mu.Lock()
-	err := q.encap(&m)
-	switch err {
-	case nil:
-		q.dbCheck(true)
-	case errNoDesc:
-		q.st.inc(txOQDrops, 1)
-		m.Free()
+// txPath is a transmit mode: what Transmit, TransmitBatch, the TX task
+// and Stop do for a queue. It is chosen once, at Register.
+type txPath interface {
+	send(q *txq, m *Packet) error
+	sendBatch(q *txq, ms []*Packet) (int, error)
+	task(q *txq)
+}
+
+func pathFor(m TxMode) txPath {
+	switch m {
+	case TxModeSimple:
+		return simplePath{}
+	case TxModeDRBR:
+		return drbrPath{}
 	}
+	return mpringPath{}
+}
+
+// mpringPath is iflib_if_transmit: the mp_ring, whose consumer (a producer
+// that finds it idle, or the TX task) runs txqDrain.
+type mpringPath struct{}
+
+func (mpringPath) send(q *txq, m *Packet) error {
+	abdicate := q.ctx.cfg.TxAbdicate
+	err := q.mpr.EnqueueOne(m, TxBatchSize, abdicate)
+	return q.enqueued(m, err, abdicate)
+}
+
+func (mpringPath) sendBatch(q *txq, ms []*Packet) (int, error) {
+	abdicate := q.ctx.cfg.TxAbdicate
+	if q.mpr.Enqueue(ms, TxBatchSize, abdicate) == nil {
+		if abdicate {
+			q.kick()
+		}
+		return len(ms), nil
+	}
+	// The run does not fit: fall back to one at a time, so that what fits
+	// goes in and the rest is dropped one by one (if_transmit's semantics).
+	sent := 0
+	var first error
+	for _, m := range ms {
+		if err := q.enqueued(m, q.mpr.EnqueueOne(m, TxBatchSize, abdicate), abdicate); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		sent++
+	}
+	return sent, first
+}
+
+// enqueued finishes an EnqueueOne: kick the task when abdicating or when
+// the ring is full (ifmp_ring_enqueue's ENOBUFS path), and drop on full.
+func (q *txq) enqueued(m *Packet, err error, abdicate bool) error {
+	if abdicate {
+		q.kick()
+	}
+	if err == nil {
+		return nil
+	}
+	if !abdicate {
+		q.kick()
+	}
+	q.mpr.CheckDrainage(TxBatchSize)
+	return q.ctx.dropTx(q, m, ErrNoBufs)
+}
+
+func (mpringPath) task(q *txq) {
+	// FreeBSD enqueues the txq as a sentinel only when a doorbell is
+	// pending (a racy read of consumer state); we always do, so the
+	// completion that woke us is reclaimed by whoever is the consumer. A
+	// full ring refuses the sentinel: then only check drainage.
+	abdicate := q.ctx.cfg.TxAbdicate
+	if err := q.mpr.EnqueueOne(q.sentinel, TxBatchSize, abdicate); err != nil || abdicate {
+		q.mpr.CheckDrainage(TxBatchSize)
+	}
+}
+
+// simplePath is iflib_simple_transmit: encap under the queue lock, a
+// doorbell per call, opportunistic reclaim. A lack of descriptors drops.
+type simplePath struct{}
+
+func (simplePath) send(q *txq, m *Packet) error {
+	q.mu.Lock()
+	err := q.simpleEncap(m)
+	q.dbCheck(true)
 	q.completedReclaim()
 	q.publish()
 	q.mu.Unlock()
 	return err
+}
+
+func (simplePath) sendBatch(q *txq, ms []*Packet) (int, error) {
+	sent := 0
+	var first error
+	q.mu.Lock()
+	for _, m := range ms {
+		if err := q.simpleEncap(m); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		sent++
+	}
+	q.dbCheck(true)
+	q.completedReclaim()
+	q.publish()
+	q.mu.Unlock()
+	return sent, first
+}
+
+// simpleEncap is iflib_encap in simple mode: no descriptors drops.
+// Preconditions: q.mu held.
+func (q *txq) simpleEncap(m *Packet) error {
+	err := q.encap(&m)
+	if err == errNoDesc {
+		q.st.inc(txOQDrops, 1)
+		m.Free()
+	}
+	return err
+}
+
+func (simplePath) task(q *txq) {
+	q.mu.Lock()
+	q.completedReclaim()
+	q.dbCheck(true)
+	q.publish()
+	q.mu.Unlock()
+}
+
+// drbrPath is simple_tx with buf_ring deferral (bufring.DRBR).
+type drbrPath struct{}
+
+func (drbrPath) send(q *txq, m *Packet) error {
+	// DRBR.Transmit never drops: it sends, defers, or waits for room.
+	if err := q.drbr.Transmit(m); err != nil {
+		return q.ctx.dropTx(q, m, err)
+	}
+	return nil
+}
+
+func (p drbrPath) sendBatch(q *txq, ms []*Packet) (int, error) {
+	sent := 0
+	var first error
+	for _, m := range ms {
+		if err := p.send(q, m); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		sent++
+	}
+	return sent, first
+}
+
+func (drbrPath) task(q *txq) {
+	q.mu.Lock()
+	q.completedReclaim()
+	q.dbCheck(true)
+	q.publish()
+	q.mu.Unlock()
+	// Re-run only while the drain makes progress: a refused head (no
+	// descriptors, link down) waits for the next completion interrupt or
+	// timer tick instead of spinning.
+	if sent, more, _ := q.drbr.DrainSent(q.ctx.cfg.DRBRDrainQuota); more && sent > 0 {
+		q.kick()
+	}
 }
 
 // drbrXmit is the DRBR transmit callback, called with the DRBR lock held:
@@ -217,10 +439,10 @@ func (q *txq) drbrXmit(m *Packet) bool {
 	return true
 }
 
-// txqDrain is iflib_txq_drain, the mp_ring consumer: reclaim, then encap up
+// drain is iflib_txq_drain, the mp_ring consumer: reclaim, then encap up
 // to TX_BATCH_SIZE items while a worst-case packet fits, then the doorbell.
 // It returns how many items it consumed; 0 stalls the ring.
-func (q *txq) txqDrain(r *mpring.Ring[*Packet], cidx, pidx int) int {
+func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 	defer q.publish()
 	avail := r.IdxDiff(pidx, cidx)
 	if q.purging.Load() {
@@ -257,7 +479,7 @@ func (q *txq) txqDrain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 		if prefetchOn && i+1 < count {
 			// _ring_peek_one's look-ahead: the next item's packet header.
 			if n := *r.Slot(r.IncrementIdx(idx, 1)); n != nil {
-				prefetch.Pointer(unsafe.Pointer(n))
+				prefetch.Ptr(n)
 			}
 		}
 		if m == q.sentinel {
@@ -287,9 +509,9 @@ func (q *txq) txqDrain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 	return consumed
 }
 
-// txqCanDrain is iflib_txq_can_drain: descriptors free, or completions
+// canDrain is iflib_txq_can_drain: descriptors free, or completions
 // pending.
-func (q *txq) txqCanDrain(r *mpring.Ring[*Packet]) bool {
+func (q *txq) canDrain(r *mpring.Ring[*Packet]) bool {
 	if q.purging.Load() {
 		return true
 	}

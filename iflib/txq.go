@@ -71,7 +71,13 @@ type txq struct {
 	bufs          [][]byte
 	pi            PktInfo
 	defrag        [MaxTxSegs]*Packet
+	// caches take the packets reclaim frees, one per zone seen (the
+	// forwarded packets of an RX zone, a sender's zone): one zone lock per
+	// half bucket instead of one per buffer. Consumer-owned; flushed at stop.
+	caches  [4]*ZoneCache
+	evictAt int
 
+	path txPath // the transmit mode, chosen at Register
 	mpr  *mpring.Ring[*Packet]
 	drbr *bufring.DRBR[*Packet]
 	// sentinel is the item the TX task enqueues to become the mp_ring's
@@ -209,7 +215,7 @@ func (q *txq) reclaim(n int) {
 	for i := 0; i < n; i++ {
 		if m := q.sdM[cidx]; m != nil {
 			q.unloadSlot(cidx)
-			m.Free()
+			q.freePacket(m)
 			freed++
 		}
 		cidx = (cidx + 1) & q.mask
@@ -221,6 +227,46 @@ func (q *txq) reclaim(n int) {
 	q.cleaned += n
 	q.inUse -= n
 	q.st.inc(txReclaimed, freed)
+}
+
+// freePacket frees a reclaimed chain through the queue's cache for its
+// zone (m_freem, or the deferred free of tx_defer_mfree: both avoid taking
+// the zone's lock per packet).
+// Preconditions: the caller is the queue's consumer.
+func (q *txq) freePacket(m *Packet) {
+	z := m.zone
+	for _, c := range q.caches {
+		if c != nil && c.z == z {
+			c.Put(m)
+			return
+		}
+	}
+	slot := -1
+	for i, c := range q.caches {
+		if c == nil {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		// More zones than caches: replace the oldest cache.
+		slot = q.evictAt
+		q.evictAt = (q.evictAt + 1) % len(q.caches)
+		q.caches[slot].Flush()
+		q.caches[slot] = z.NewCache()
+	} else {
+		q.caches[slot] = z.NewCache()
+	}
+	q.caches[slot].Put(m)
+}
+
+// flushCaches returns every cached packet to its zone.
+func (q *txq) flushCaches() {
+	for _, c := range q.caches {
+		if c != nil {
+			c.Flush()
+		}
+	}
 }
 
 // unloadSlot syncs POSTWRITE and unloads the map of slot i (by its
@@ -285,9 +331,10 @@ func (q *txq) freeAll() {
 			if k >= done {
 				q.st.inc(txStopDiscards, 1)
 			}
-			m.Free()
+			q.freePacket(m)
 		}
 	}
+	q.flushCaches()
 	q.ring.zero()
 	if q.ctx.shared.Flags&FlagPreserveTxIdx != 0 {
 		q.cidx = q.pidx

@@ -334,20 +334,25 @@ func (z *Zone) Close() error {
 // ZoneCache is a per-queue (or per-goroutine) cache in front of a Zone,
 // like UMA's per-CPU buckets: Get and Put touch only the cache, which
 // refills and spills half a bucket at a time under the zone's lock.
-// A ZoneCache is not safe for concurrent use. In debug mode it passes
-// everything straight to the zone.
+// A bucket holds at most ZoneCacheBucket packets and at most a sixteenth of
+// the zone, so that caches never starve the zone's other users; a cache of
+// a zone too small for that (and every cache in debug mode) passes
+// straight through to the zone. A ZoneCache is not safe for concurrent use.
 type ZoneCache struct {
 	z     *Zone
 	stack []*Packet
 }
 
-// ZoneCacheBucket is the cache's capacity (UMA buckets are of this order).
+// ZoneCacheBucket is the largest bucket (UMA buckets are of this order).
 const ZoneCacheBucket = 64
 
 // NewCache returns an empty cache in front of z.
 func (z *Zone) NewCache() *ZoneCache {
-	return &ZoneCache{z: z, stack: make([]*Packet, 0, ZoneCacheBucket)}
+	return &ZoneCache{z: z, stack: make([]*Packet, 0, min(ZoneCacheBucket, len(z.pkts)/16))}
 }
+
+// passThrough reports whether the cache hands everything to the zone.
+func (c *ZoneCache) passThrough() bool { return cap(c.stack) < 2 || c.z.debug.Load() != nil }
 
 // Zone returns the cache's zone.
 func (c *ZoneCache) Zone() *Zone { return c.z }
@@ -355,10 +360,10 @@ func (c *ZoneCache) Zone() *Zone { return c.z }
 // Get is Zone.Get through the cache.
 func (c *ZoneCache) Get() (*Packet, error) {
 	if len(c.stack) == 0 {
-		if c.z.debug.Load() != nil {
+		if c.passThrough() {
 			return c.z.Get()
 		}
-		k := c.z.getBatch(c.stack[:ZoneCacheBucket/2])
+		k := c.z.getBatch(c.stack[:cap(c.stack)/2])
 		if k == 0 {
 			c.z.fails.Add(1)
 			return nil, ErrNoPackets
@@ -376,10 +381,10 @@ func (c *ZoneCache) Get() (*Packet, error) {
 // Put frees a whole chain into the cache (m_freem). Buffers of other zones
 // go straight to their own zone.
 func (c *ZoneCache) Put(p *Packet) {
-	debug := c.z.debug.Load() != nil
+	direct := c.passThrough()
 	for p != nil {
 		next := p.Next
-		if p.zone != c.z || debug {
+		if p.zone != c.z || direct {
 			p.zone.put(p)
 			p = next
 			continue
