@@ -301,13 +301,14 @@ func NewForwardRig(o ForwardOpts) (*ForwardRig, error) {
 	return r, nil
 }
 
-// forward is A's if_input: transmit each packet on B. The packet is B's
-// from Transmit on, whatever the result; an error means it was dropped.
+// forward is A's if_input: transmit the batch on B (one mp_ring enqueue
+// per batch). The packets are B's from TransmitBatch on, whatever the
+// result; those not accepted were dropped and counted.
 func (r *ForwardRig) forward(_ int, pkts []*iflib.Packet) {
-	for _, m := range pkts {
-		if r.CtxB.Transmit(m) != nil {
-			r.txErrs.Add(1)
-		}
+	n := len(pkts)
+	sent, _ := r.CtxB.TransmitBatch(pkts)
+	if sent < n {
+		r.txErrs.Add(uint64(n - sent))
 	}
 }
 
