@@ -18,54 +18,102 @@ const (
 	FlagPreserveTxIdx SharedFlags = 0x200000
 )
 
-// SharedCtx is struct if_shared_ctx: static per driver.
+// SharedCtx is struct if_shared_ctx: what a driver declares about its
+// hardware, the same for every device it drives.
+//
+// What a driver must set: DriverName. Every other field has a default
+// (noted on the field) that suits a simple NIC with one descriptor ring
+// per queue and one buffer per RX descriptor.
 type SharedCtx struct {
-	DriverName    string // device name used in sysctl paths (dev.<name>.<unit>)
-	DriverVersion string // isc_driver_version
-	QAlign        int    // isc_q_align: descriptor-ring alignment (default 4096)
-	TxMaxSize     int    // isc_tx_maxsize
-	TxMaxSegSize  int    // isc_tx_maxsegsize
-	TSOMaxSize    int    // isc_tso_maxsize (0: no TSO tag)
-	TSOMaxSegSize int    // isc_tso_maxsegsize
-	RxMaxSize     int    // isc_rx_maxsize
-	RxMaxSegSize  int    // isc_rx_maxsegsize
-	RxNSegments   int    // isc_rx_nsegments
-	NTxdMin       [MaxQueuesPerSet]int
-	NTxdMax       [MaxQueuesPerSet]int
-	NTxdDefault   [MaxQueuesPerSet]int
-	NRxdMin       [MaxQueuesPerSet]int
-	NRxdMax       [MaxQueuesPerSet]int
-	NRxdDefault   [MaxQueuesPerSet]int
-	NFL           int         // isc_nfl: free lists per RX queue set (0 → 1)
-	NTxQs         int         // isc_ntxqs: rings per TX queue set (1..8)
-	NRxQs         int         // isc_nrxqs: rings per RX queue set (1..8)
-	Flags         SharedFlags // isc_flags
+	// DriverName names the device in sysctl paths (dev.<name>.<unit>) and
+	// in the interface name <name><unit>.
+	DriverName    string
+	DriverVersion string // isc_driver_version: shown in the sysctl tree
+	// QAlign is isc_q_align: the byte alignment of descriptor rings
+	// (a power of two; 0: 4096).
+	QAlign int
+	// TxMaxSize is isc_tx_maxsize: the largest packet (all its buffers)
+	// one TX descriptor chain may carry (0: 65535).
+	TxMaxSize int
+	// TxMaxSegSize is isc_tx_maxsegsize: the most bytes one TX descriptor
+	// may point at (0: 4096).
+	TxMaxSegSize int
+	// TSOMaxSize is isc_tso_maxsize: the largest TSO packet (0: no TSO).
+	TSOMaxSize int
+	// TSOMaxSegSize is isc_tso_maxsegsize: the most bytes per descriptor of
+	// a TSO packet (0: TxMaxSegSize).
+	TSOMaxSegSize int
+	// RxMaxSize, RxMaxSegSize and RxNSegments are isc_rx_maxsize,
+	// isc_rx_maxsegsize and isc_rx_nsegments: the RX buffer tag; a buffer
+	// must load as one segment (0: the cluster size, and 1 segment).
+	RxMaxSize    int
+	RxMaxSegSize int
+	RxNSegments  int
+	// NTxdMin, NTxdMax and NTxdDefault are isc_ntxd_min/max/default: the
+	// bounds and default of the TX descriptors per ring j
+	// (0: 64, 4096 and 1024). The default must be a power of two.
+	NTxdMin     [MaxQueuesPerSet]int
+	NTxdMax     [MaxQueuesPerSet]int
+	NTxdDefault [MaxQueuesPerSet]int
+	// NRxdMin, NRxdMax and NRxdDefault are the same for RX rings.
+	NRxdMin     [MaxQueuesPerSet]int
+	NRxdMax     [MaxQueuesPerSet]int
+	NRxdDefault [MaxQueuesPerSet]int
+	// NFL is isc_nfl: free lists (buffer rings) per RX queue set (0: 1).
+	NFL int
+	// NTxQs and NRxQs are isc_ntxqs and isc_nrxqs: hardware rings per
+	// queue set, 1..8 (0: 1). Ring 0 of a TX set carries descriptors; RX
+	// rings beyond the free lists are the driver's own.
+	NTxQs int
+	NRxQs int
+	Flags SharedFlags // isc_flags: IFLIB_* behaviour flags
 }
 
-// SoftcCtx is struct if_softc_ctx: per instance, filled by the driver in
-// AttachPre (iflib has already put the ring sizes from the shared context
-// and the overrides in NTxd/NRxd).
+// SoftcCtx is struct if_softc_ctx: what one device instance has, filled by
+// the driver in AttachPre. iflib has already put the ring sizes it chose
+// (from the shared context and the overrides) in NTxd and NRxd.
+//
+// What a driver must set: TxRx; NTxQSetsMax and NRxQSetsMax; the size of
+// its descriptors (TxdSize and RxdSize, from which iflib derives the ring
+// bytes) or the ring bytes themselves (TxQSizes, RxQSizes); TxNSegments.
 type SoftcCtx struct {
-	NTxQSets, NRxQSets       int                  // isc_ntxqsets, isc_nrxqsets (0: the maximum)
-	NTxQSetsMax, NRxQSetsMax int                  // isc_ntxqsets_max, isc_nrxqsets_max
-	NTxd                     [MaxQueuesPerSet]int // isc_ntxd: descriptors per TX ring
-	NRxd                     [MaxQueuesPerSet]int // isc_nrxd
-	TxQSizes                 [MaxQueuesPerSet]int // isc_txqsizes: bytes per TX ring
-	RxQSizes                 [MaxQueuesPerSet]int // isc_rxqsizes
-	TxdSize                  [MaxQueuesPerSet]int // isc_txd_size: bytes per descriptor
-	RxdSize                  [MaxQueuesPerSet]int // isc_rxd_size
-	TxNSegments              int                  // isc_tx_nsegments (clamped to ntxd/12)
-	TxTSOSegmentsMax         int                  // isc_tx_tso_segments_max (clamped likewise)
-	TxTSOSizeMax             int                  // isc_tx_tso_size_max
-	TxTSOSegSizeMax          int                  // isc_tx_tso_segsize_max
-	TxPad                    int                  // isc_tx_pad: forced to TxPad (2)
-	TxCsumFlags              CsumFlags            // isc_tx_csum_flags
-	RSSTableSize             int                  // isc_rss_table_size (default 64)
-	RxdBufSize               [MaxQueuesPerSet]int // isc_rxd_buf_size per free list (0: from MaxFrameSize)
-	MaxFrameSize             int                  // isc_max_frame_size
-	MinFrameSize             int                  // isc_min_frame_size (IFLIB_NEED_ETHER_PAD)
-	DMAWidth                 int                  // isc_dma_width: address bits (0: no limit)
-	TxRx                     TxRx                 // isc_txrx
+	// NTxQSets and NRxQSets are isc_ntxqsets and isc_nrxqsets: the queue
+	// sets to use (0: the maximum).
+	NTxQSets, NRxQSets int
+	// NTxQSetsMax and NRxQSetsMax are isc_ntxqsets_max and
+	// isc_nrxqsets_max: the queue sets the hardware has (required).
+	NTxQSetsMax, NRxQSetsMax int
+	NTxd                     [MaxQueuesPerSet]int // isc_ntxd: descriptors per TX ring (iflib sets; a power of two)
+	NRxd                     [MaxQueuesPerSet]int // isc_nrxd: descriptors per RX ring
+	// TxQSizes and RxQSizes are isc_txqsizes and isc_rxqsizes: the bytes
+	// of ring memory iflib allocates per ring (0: NTxd × TxdSize).
+	TxQSizes [MaxQueuesPerSet]int
+	RxQSizes [MaxQueuesPerSet]int
+	// TxdSize and RxdSize are isc_txd_size and isc_rxd_size: bytes per
+	// descriptor; iflib checks the ring memory holds NTxd of them.
+	TxdSize [MaxQueuesPerSet]int
+	RxdSize [MaxQueuesPerSet]int
+	// TxNSegments is isc_tx_nsegments: the most buffers (descriptors) one
+	// packet may use; clamped to ntxd/12 (required).
+	TxNSegments int
+	// TxTSOSegmentsMax is isc_tx_tso_segments_max: the same for TSO
+	// packets, clamped likewise (0: no TSO).
+	TxTSOSegmentsMax int
+	TxTSOSizeMax     int       // isc_tx_tso_size_max: the largest TSO payload
+	TxTSOSegSizeMax  int       // isc_tx_tso_segsize_max: the most bytes per TSO descriptor
+	TxPad            int       // isc_tx_pad: descriptors beyond nsegs a packet may use (iflib forces 2)
+	TxCsumFlags      CsumFlags // isc_tx_csum_flags: the checksum offloads the hardware does
+	// RSSTableSize is isc_rss_table_size: the RSS indirection table size,
+	// whose mask picks a TX queue from a flow id (0: 64).
+	RSSTableSize int
+	// RxdBufSize is isc_rxd_buf_size: the RX buffer (cluster) size of free
+	// list j, rounded up to MCLBYTES, MJUMPAGESIZE, MJUM9BYTES or
+	// MJUM16BYTES (0: from MaxFrameSize: MCLBYTES or MJUMPAGESIZE).
+	RxdBufSize   [MaxQueuesPerSet]int
+	MaxFrameSize int  // isc_max_frame_size: the largest frame on the wire (0: 1518)
+	MinFrameSize int  // isc_min_frame_size: runts are padded to it with IFLIB_NEED_ETHER_PAD
+	DMAWidth     int  // isc_dma_width: the device's DMA address bits (0: 64)
+	TxRx         TxRx // isc_txrx: the fast-path methods (required)
 }
 
 // TxMode selects the transmit path of a context.
@@ -234,54 +282,65 @@ func (c *Context) resolveConfig() error {
 
 func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 
-// validateShared is _iflib_assert.
-func validateShared(s *SharedCtx) error {
+// resolveShared fills the shared context's defaults and checks it
+// (_iflib_assert). FreeBSD asserts power-of-two ring defaults only; min
+// and max need not be.
+func resolveShared(s *SharedCtx) error {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&s.QAlign, pageSize)
+	def(&s.NFL, 1)
+	def(&s.NTxQs, 1)
+	def(&s.NRxQs, 1)
+	def(&s.TxMaxSize, 65535)
+	def(&s.TxMaxSegSize, pageSize)
+	def(&s.TSOMaxSegSize, s.TxMaxSegSize)
+	def(&s.RxNSegments, 1)
 	switch {
-	case s == nil:
-		return cfgErr("SharedCtx", nil, "nil")
 	case s.DriverName == "":
-		return cfgErr("DriverName", "", "empty")
-	case s.TxMaxSize <= 0:
-		return cfgErr("TxMaxSize", s.TxMaxSize, "must be positive")
-	case s.TxMaxSegSize <= 0:
-		return cfgErr("TxMaxSegSize", s.TxMaxSegSize, "must be positive")
-	case s.RxMaxSize <= 0:
-		return cfgErr("RxMaxSize", s.RxMaxSize, "must be positive")
-	case s.RxNSegments <= 0:
-		return cfgErr("RxNSegments", s.RxNSegments, "must be positive")
-	case s.RxMaxSegSize <= 0:
-		return cfgErr("RxMaxSegSize", s.RxMaxSegSize, "must be positive")
+		return cfgErr("DriverName", "", "empty: the driver must name itself")
+	case s.TxMaxSize < 0:
+		return cfgErr("TxMaxSize", s.TxMaxSize, "must not be negative")
+	case s.TxMaxSegSize < 0:
+		return cfgErr("TxMaxSegSize", s.TxMaxSegSize, "must not be negative")
+	case s.TSOMaxSize < 0 || s.TSOMaxSegSize < 0:
+		return cfgErr("TSOMaxSize", s.TSOMaxSize, "must not be negative")
+	case s.RxMaxSize < 0 || s.RxMaxSegSize < 0:
+		return cfgErr("RxMaxSize", s.RxMaxSize, "must not be negative")
+	case s.RxNSegments < 0:
+		return cfgErr("RxNSegments", s.RxNSegments, "must not be negative")
 	case s.NTxQs < 1 || s.NTxQs > MaxQueuesPerSet:
 		return cfgErr("NTxQs", s.NTxQs, "must be 1..8")
 	case s.NRxQs < 1 || s.NRxQs > MaxQueuesPerSet:
 		return cfgErr("NRxQs", s.NRxQs, "must be 1..8")
 	case s.Flags&(FlagHasRxCQ|FlagHasTxCQ) != 0:
 		return cfgErr("Flags", s.Flags, "completion-queue layouts (IFLIB_HAS_RXCQ/TXCQ) are not modelled")
-	case s.QAlign < 0 || (s.QAlign != 0 && !isPow2(s.QAlign)):
+	case s.QAlign < 0 || !isPow2(s.QAlign):
 		return cfgErr("QAlign", s.QAlign, "must be a power of two")
-	}
-	nfl := s.NFL
-	if nfl == 0 {
-		nfl = 1
-	}
-	if nfl > s.NRxQs {
+	case s.NFL < 0 || s.NFL > s.NRxQs:
 		return cfgErr("NFL", s.NFL, "more free lists than RX rings")
 	}
-	for j := 0; j < s.NTxQs; j++ {
-		for _, v := range []int{s.NTxdMin[j], s.NTxdMax[j], s.NTxdDefault[j]} {
-			if !isPow2(v) {
-				return cfgErr(fmt.Sprintf("NTxd{Min,Max,Default}[%d]", j), v, "must be a non-zero power of two")
+	rings := func(dir string, n int, mins, maxs, defs *[MaxQueuesPerSet]int) error {
+		for j := 0; j < n; j++ {
+			def(&mins[j], 64)
+			def(&maxs[j], 4096)
+			def(&defs[j], 1024)
+			if mins[j] < 0 || maxs[j] < mins[j] {
+				return cfgErr(fmt.Sprintf("N%sd{Min,Max}[%d]", dir, j), fmt.Sprint(mins[j], "..", maxs[j]), "must be positive with min ≤ max")
+			}
+			if !isPow2(defs[j]) {
+				return cfgErr(fmt.Sprintf("N%sdDefault[%d]", dir, j), defs[j], "must be a power of two")
 			}
 		}
+		return nil
 	}
-	for j := 0; j < s.NRxQs; j++ {
-		for _, v := range []int{s.NRxdMin[j], s.NRxdMax[j], s.NRxdDefault[j]} {
-			if !isPow2(v) {
-				return cfgErr(fmt.Sprintf("NRxd{Min,Max,Default}[%d]", j), v, "must be a non-zero power of two")
-			}
-		}
+	if err := rings("Tx", s.NTxQs, &s.NTxdMin, &s.NTxdMax, &s.NTxdDefault); err != nil {
+		return err
 	}
-	return nil
+	return rings("Rx", s.NRxQs, &s.NRxdMin, &s.NRxdMax, &s.NRxdDefault)
 }
 
 // resetQValues is iflib_reset_qvalues: ring sizes from the overrides or

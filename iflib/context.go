@@ -138,8 +138,8 @@ func Register(a Attachment) (*Context, error) {
 	if a.Bus == nil {
 		return nil, cfgErr("Bus", nil, "a busdma device is required")
 	}
-	if err := validateShared(a.Shared); err != nil {
-		return nil, err
+	if a.Shared == nil {
+		return nil, cfgErr("SharedCtx", nil, "nil")
 	}
 	c := &Context{
 		dev:       a.Driver,
@@ -154,11 +154,8 @@ func Register(a Attachment) (*Context, error) {
 		name:      fmt.Sprintf("%s%d", a.Shared.DriverName, a.Config.Unit),
 		detached:  make(chan struct{}),
 	}
-	if c.shared.QAlign == 0 {
-		c.shared.QAlign = 4096
-	}
-	if c.shared.NFL == 0 {
-		c.shared.NFL = 1
+	if err := resolveShared(&c.shared); err != nil {
+		return nil, err
 	}
 	if err := resetQValues(&c.shared, &c.cfg, &c.sc); err != nil {
 		return nil, err

@@ -119,7 +119,7 @@ func TestDriverEFBIGRetryKeepsFlags(t *testing.T) {
 	f := newFake(t, fakeOpts{cfg: iflib.Config{NoTxBatch: true}})
 	z := f.zone(iflib.MCLBytes, 64)
 	calls := 0
-	var flags []uint8
+	var flags []iflib.IPIFlags
 	f.encapHook = func(pi *iflib.PktInfo) error {
 		calls++
 		flags = append(flags, pi.Flags)

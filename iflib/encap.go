@@ -359,7 +359,7 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 				return errParse
 			}
 			pi.CsumFlags |= CsumIPTCP | CsumIP
-			pi.TSOSegSz = m.Hdr.TSOSegSize
+			pi.TSOSegSize = m.Hdr.TSOSegSize
 		}
 	case etherTypeIPv6:
 		if len(b) < ehdr+40 {
@@ -377,7 +377,7 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 				return errParse
 			}
 			pi.CsumFlags |= CsumIP6TCP
-			pi.TSOSegSz = m.Hdr.TSOSegSize
+			pi.TSOSegSize = m.Hdr.TSOSegSize
 		}
 	default:
 		pi.CsumFlags &^= csumOffloadTx

@@ -52,36 +52,48 @@ type TxRx interface {
 	RxdFlush(qid int, flid int, pidx int)
 }
 
-// IPI flags: if_pkt_info ipi_flags.
+// IPIFlags are if_pkt_info ipi_flags.
+type IPIFlags uint8
+
 const (
-	IPITxIntr = 0x1 // IPI_TX_INTR: request a completion report
-	IPITxIPv4 = 0x2 // IPI_TX_IPV4
-	IPITxIPv6 = 0x4 // IPI_TX_IPV6
+	// IPITxIntr is IPI_TX_INTR: ask the device to report this packet's
+	// completion (set RS): iflib batches these (txq_max_rs_deferred).
+	IPITxIntr IPIFlags = 0x1
+	IPITxIPv4 IPIFlags = 0x2 // IPI_TX_IPV4: the packet is IPv4 (from the header parser)
+	IPITxIPv6 IPIFlags = 0x4 // IPI_TX_IPV6: the packet is IPv6
 )
 
 // PktInfo is struct if_pkt_info: one TX packet handed to TxdEncap. iflib
 // fills every field except those marked (driver).
 type PktInfo struct {
-	Len       int              // ipi_len: m_pkthdr.len
-	Segs      []busdma.Segment // ipi_segs: txq->ift_segs, valid during TxdEncap only
-	NSegs     int              // ipi_nsegs
-	NDescs    int              // ipi_ndescs (driver): descriptors used, for count doorbells
-	QSIdx     int              // ipi_qsidx: TX queue-set index
-	PIdx      int              // ipi_pidx: first descriptor to use
-	NewPIdx   int              // ipi_new_pidx (driver): first free index after the packet
-	Flags     uint8            // ipi_flags: IPITx*
-	EHdrLen   uint8            // ipi_ehdrlen: 14, or 18 with a VLAN header
-	IPHLen    uint8            // ipi_ip_hlen
-	TCPHLen   uint8            // ipi_tcp_hlen
-	IPProto   uint8            // ipi_ipproto
-	IPTos     uint8            // ipi_ip_tos
-	EType     uint16           // ipi_etype
-	CsumFlags CsumFlags        // ipi_csum_flags
-	TSOSegSz  uint16           // ipi_tso_segsz
-	VTag      uint16           // ipi_vtag
-	TCPHFlags uint8            // ipi_tcp_hflags
-	TCPSeq    uint32           // ipi_tcp_seq
-	MFlags    MFlags           // ipi_mflags: m_flags & (M_VLANTAG|M_BCAST|M_MCAST)
+	Len int // ipi_len: the packet's bytes (m_pkthdr.len)
+	// Segs is ipi_segs: the DMA segments to write into descriptors, one
+	// descriptor each (valid during TxdEncap only).
+	Segs   []busdma.Segment
+	NSegs  int // ipi_nsegs: len(Segs)
+	NDescs int // ipi_ndescs (driver): descriptors used, for drivers whose doorbell takes a count
+	QSIdx  int // ipi_qsidx: the TX queue (set)
+	PIdx   int // ipi_pidx: the first descriptor to write
+	// NewPIdx is ipi_new_pidx (driver): the first descriptor after the
+	// packet; at most NSegs + TxPad descriptors past PIdx.
+	NewPIdx int
+	Flags   IPIFlags // ipi_flags: IPITxIntr (request a completion report), IPITxIPv4/6
+	// The header fields below are filled only when an offload is asked
+	// (CsumFlags or a VLAN tag), by iflib_parse_header.
+	EHdrLen   uint8     // ipi_ehdrlen: the Ethernet header's length, 14 or 18 with a VLAN tag
+	IPHLen    uint8     // ipi_ip_hlen: the IP header's length
+	TCPHLen   uint8     // ipi_tcp_hlen: the TCP header's length
+	IPProto   uint8     // ipi_ipproto: the L4 protocol (6 TCP, 17 UDP)
+	IPTos     uint8     // ipi_ip_tos: the IP TOS / traffic class byte
+	EType     uint16    // ipi_etype: the EtherType after any VLAN header
+	CsumFlags CsumFlags // ipi_csum_flags: the offloads asked (CSUM_*), TSO included
+	// TSOSegSize is ipi_tso_segsz: with TSO, the TCP payload bytes per
+	// segment the device cuts (the MSS).
+	TSOSegSize uint16
+	VTag       uint16 // ipi_vtag: the VLAN tag to insert (M_VLANTAG)
+	TCPHFlags  uint8  // ipi_tcp_hflags: the TCP flags of the header
+	TCPSeq     uint32 // ipi_tcp_seq: the TCP sequence number of the header
+	MFlags     MFlags // ipi_mflags: the packet's broadcast, multicast and VLAN flags
 }
 
 // RxdFrag is struct if_rxd_frag: one buffer of a received packet.
