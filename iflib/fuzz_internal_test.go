@@ -1,0 +1,145 @@
+package iflib
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/goiflib/goiflib/busdma"
+)
+
+// fuzzZone is a zone of small clusters for building chains in fuzz tests.
+func fuzzZone(tb testing.TB, size int) *Zone {
+	tb.Helper()
+	s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 4 << 20})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	z, err := NewZone(s, "fuzz", size, 2048)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return z
+}
+
+// fuzzChain splits data into a chain at the cut points (each byte of cuts
+// is a buffer length, 0 skipped), every buffer from z.
+func fuzzChain(tb testing.TB, z *Zone, data, cuts []byte) *Packet {
+	var head, tail *Packet
+	for len(data) > 0 {
+		n := len(data)
+		if len(cuts) > 0 {
+			n = min(n, max(int(cuts[0]), 1), z.ClusterSize())
+			cuts = cuts[1:]
+		}
+		n = min(n, z.ClusterSize())
+		p, err := z.Get()
+		if err != nil {
+			head.Free()
+			tb.Skip("zone too small for this input")
+		}
+		p.Append(data[:n])
+		data = data[n:]
+		if head == nil {
+			head = p
+		} else {
+			tail.Next = p
+		}
+		tail = p
+	}
+	if head != nil {
+		head.Hdr.Len = head.ChainLen()
+	}
+	return head
+}
+
+func chainBytes(m *Packet) []byte {
+	var b []byte
+	for p := m; p != nil; p = p.Next {
+		b = append(b, p.Bytes()...)
+	}
+	return b
+}
+
+// FuzzParseHeader: iflib_parse_header on any bytes, split anywhere, with
+// any offload request, never panics, keeps the frame's bytes, and reports
+// header lengths that lie inside the frame.
+func FuzzParseHeader(f *testing.F) {
+	tcp4 := append([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00, 0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0},
+		make([]byte, 8+20)...)
+	tcp4[14+20+12] = 0x50
+	f.Add(tcp4, []byte{20, 40}, uint32(CsumIPTCP|CsumIP), uint16(0))
+	f.Add(tcp4, []byte{}, uint32(CsumIPTSO), uint16(1448))
+	vlan6 := append([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x81, 0x00, 0, 5, 0x86, 0xdd, 0x60}, make([]byte, 39+8)...)
+	vlan6[18+6] = 17
+	f.Add(vlan6, []byte{3, 3, 3}, uint32(CsumIP6UDP), uint16(0))
+	f.Add([]byte{1, 2, 3}, []byte{1}, uint32(CsumIPTCP), uint16(0))
+	z := fuzzZone(f, 128)
+	q := &txq{st: newCounters[txCounter](int(numTxCounters))}
+	f.Fuzz(func(t *testing.T, data, cuts []byte, csum uint32, vtag uint16) {
+		if len(data) == 0 || len(data) > 4096 {
+			return
+		}
+		m := fuzzChain(t, z, data, cuts)
+		defer m.Free()
+		pi := &PktInfo{CsumFlags: CsumFlags(csum), VTag: vtag, Len: m.Hdr.Len}
+		err := q.parseHeader(pi, m)
+		if got := chainBytes(m); !bytes.Equal(got, data) {
+			t.Fatalf("parseHeader changed the frame's bytes")
+		}
+		if err != nil {
+			return
+		}
+		if pi.EHdrLen != 0 && pi.EHdrLen != 14 && pi.EHdrLen != 18 {
+			t.Fatalf("ehdrlen %d", pi.EHdrLen)
+		}
+		if int(pi.EHdrLen)+int(pi.IPHLen) > len(data) {
+			t.Fatalf("headers (%d+%d) beyond the %d-byte frame", pi.EHdrLen, pi.IPHLen, len(data))
+		}
+	})
+}
+
+// FuzzCollapseDefrag: m_collapse and m_defrag keep every byte in order,
+// free what they empty (no packet lost or freed twice), and defrag reaches
+// the fewest clusters the bytes need.
+func FuzzCollapseDefrag(f *testing.F) {
+	f.Add(bytes.Repeat([]byte{7}, 700), []byte{100, 50, 3, 200, 128}, uint8(2))
+	f.Add(bytes.Repeat([]byte{1, 2, 3}, 100), []byte{1, 1, 1, 1, 1, 1}, uint8(1))
+	f.Add([]byte{9}, []byte{}, uint8(0))
+	const cl = 128
+	z := fuzzZone(f, cl)
+	q := &txq{st: newCounters[txCounter](int(numTxCounters))}
+	f.Fuzz(func(t *testing.T, data, cuts []byte, maxSegs uint8) {
+		if len(data) == 0 || len(data) > 8*cl {
+			return
+		}
+		m := fuzzChain(t, z, data, cuts)
+		before := z.Outstanding()
+		ok := collapse(m, int(maxSegs))
+		if got := chainBytes(m); !bytes.Equal(got, data) {
+			t.Fatalf("collapse changed the bytes")
+		}
+		if ok != (m.NumBufs() <= int(maxSegs)) {
+			t.Fatalf("collapse reported %v with %d buffers for %d segments", ok, m.NumBufs(), maxSegs)
+		}
+		if z.Outstanding() != m.NumBufs() || z.Outstanding() > before {
+			t.Fatalf("collapse: %d packets out, chain of %d", z.Outstanding(), m.NumBufs())
+		}
+		d, ok := q.defragChain(m)
+		if ok {
+			m = d
+		}
+		if got := chainBytes(m); !bytes.Equal(got, data) {
+			t.Fatalf("defrag changed the bytes")
+		}
+		if ok && m.NumBufs() != (len(data)+cl-1)/cl {
+			t.Fatalf("defrag made %d clusters for %d bytes", m.NumBufs(), len(data))
+		}
+		if m.Hdr.Len != len(data) {
+			t.Fatalf("header length %d after defrag, want %d", m.Hdr.Len, len(data))
+		}
+		m.Free()
+		if z.Outstanding() != 0 || z.Stats().DoubleFrees != 0 {
+			t.Fatalf("after free: %d out, %d double frees", z.Outstanding(), z.Stats().DoubleFrees)
+		}
+	})
+}
