@@ -4,7 +4,8 @@ import (
 	"testing"
 )
 
-// Worked example of reference §1.7: 1024 descriptors → notify 63,
+// txq_max_db_deferred and txq_max_rs_deferred worked by hand from
+// sys/net/iflib.c: 1024 descriptors → notify 63,
 // minthresh 128; DB deferral 63 above 512 in use, 31 above 256, 7 above
 // 128, else 0; RS deferral 63 / 31 / 15 / 2.
 func TestDeferralTiers(t *testing.T) {
