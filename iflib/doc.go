@@ -5,27 +5,91 @@
 // (struct if_txrx), and [Device], the IFDI methods. iflib owns everything
 // between the network stack and those methods: the packet zones, the busdma
 // tags and maps, the software rings, the transmit modes, completion and
-// reclaim, the receive free lists and the per-queue tasks.
+// reclaim, the receive free lists, the per-queue tasks, the timer and
+// watchdog, and the admin task. Example shows a complete driver.
+//
+// # Writing a driver
+//
+//  1. Declare a [SharedCtx] (only DriverName is required) and, in
+//     Device.AttachPre, fill the [SoftcCtx]: TxRx, the queue-set counts,
+//     the descriptor sizes and TxNSegments.
+//  2. Take the ring memory iflib allocated in TxQueuesAlloc/RxQueuesAlloc.
+//  3. Program the hardware in Device.Init and report the link with
+//     [Context.LinkStateChange]: until the driver reports the link up,
+//     Transmit fails with [ErrLinkDown].
+//  4. From the interrupt handlers call [Context.TxIntr], [Context.RxIntr]
+//     and [Context.AdminIntr] (link changes).
+//  5. Register with an [Attachment] (its Input callback is the stack),
+//     then Init, and send with [Context.Transmit] packets from a [Zone] on
+//     the device's address space (Attachment.Bus.Space()).
 //
 // Outbound flow (one packet):
 //
 //	Transmit(pkt) ─▶ queue select (QIDX / driver selector)
 //	   ├─ mpring: Ring.Enqueue ─▶ producer becomes consumer ─▶ drain (≤ TX_BATCH_SIZE)
-//	   ├─ simple: txq lock ─▶ encap ─▶ doorbell per packet ─▶ opportunistic reclaim
-//	   └─ drbr:   try lock ─▶ send, or defer into buf_ring (≤ MaxProducers) ─▶ drain quota
+//	   ├─ simple: txq lock ─▶ encap ─▶ doorbell ─▶ opportunistic reclaim
+//	   └─ drbr:   lock free: send, or defer into buf_ring (≤ max producers) ─▶ drain quota
 //	encap: busdma LoadMulti ─(EFBIG)▶ collapse ▶ defrag ─▶ TxdEncap ─▶ PREWRITE
 //	doorbell: ring PREREAD|PREWRITE ─▶ TxdFlush (deferred by txq_max_db_deferred)
 //	completion: POSTREAD ─▶ TxdCreditsUpdate ─▶ reclaim (lagging by nsegments)
 //	            ─▶ POSTWRITE + Unload ─▶ free to the zone
 //
-// Ownership: a packet passed to [Context.Transmit] belongs to iflib from the
-// call on, whatever the result; on an error it has already been freed and
-// counted. Packets handed to the stack's input callback belong to the stack,
-// which frees them with [Packet.Free].
+// # Ownership
+//
+// A packet passed to [Context.Transmit] or [Context.TransmitBatch] belongs
+// to iflib from the call on, whatever the result; on an error it has
+// already been freed and counted (except ErrNilPacket, ErrForeignPacket and
+// ErrUseAfterFree, which take nothing). Never touch a packet after passing
+// it: the zone may already have handed the same pointer to someone else.
+// Packets handed to the input callback belong to the stack, which frees
+// them with [Packet.Free] or transmits them. A freed packet is marked: a
+// second free is ignored and counted, and Transmit refuses it
+// ([ErrUseAfterFree]); [Zone.SetDebug] also reports where it was freed.
+//
+// # Lifecycle and concurrency
+//
+// Register (attached) → Init (running) ⇄ Stop (attached) → Detach
+// (detaching → detached), as FreeBSD's IFC_INIT_DONE, IFF_DRV_RUNNING and
+// IFC_IN_DETACH. Every method of [Context] may be called from any goroutine
+// at any time; the lifecycle methods serialize, and Transmit, the counters
+// and the interrupt entry points run beside them:
+//
+//   - Init on a running context does nothing; after Detach has begun it
+//     returns [ErrDetached].
+//   - Stop is bounded in time: it never waits for the device, wakes senders
+//     blocked in drbr mode, and counts what it discards (stop_discards,
+//     rx_stop_discards). After Detach has begun it returns ErrDetached.
+//   - Detach stops a running context first; a second Detach returns
+//     ErrDetached. It returns a [LeakError] when the stack still holds
+//     received packets or a map is still loaded.
+//   - Stop or Detach called from the context's own goroutines (the input
+//     callback, RxFilter, TxRx and IFDI methods) are handed to the admin
+//     task and return [ErrDeferred]; [Context.Detached] tells when a
+//     deferred Detach is done.
+//   - After Stop, Transmit fails with [ErrNotRunning]; after Detach too.
+//     Counter, the queue stats and the sysctl tree keep their final values.
+//
+// A device that misbehaves is detected and recovered from: the timer
+// (iflib_timer) finds a TX queue that holds work the device does not
+// complete and resets the interface through the admin task (counted in
+// WatchdogEvents and watchdog_timeouts), and recovers lost interrupts; an
+// RX descriptor the driver cannot describe is counted and resets the
+// interface; a refill that keeps failing backs off.
+//
+// # Counters
+//
+// Every counter is declared once (stats.go) and read through [Context.Counter],
+// [Context.TxQueueStats], [Context.RxQueueStats], the sysctl tree
+// ([Context.Sysctl], named as FreeBSD's dev.<driver>.<unit>.iflib.*) and the
+// expvar variable "iflib". Queue consumers count in plain fields and publish
+// once per pass, so the data path pays no locked instruction per event.
 //
 // The main hazard modelled here is the one every iflib bug in the founding
 // reviews was about: a bus address given to the device must come from the
 // current busdma mapping, every mapping must be unloaded exactly once, and
 // the CPU and the device must each sync before touching what the other wrote.
 // Every test of this package runs with busdma's checker on.
+//
+// docs/freebsd.md in the repository lists the FreeBSD versions modelled and
+// the deliberate departures from them.
 package iflib
