@@ -5,7 +5,15 @@ import "errors"
 // Device is the required part of the IFDI kobj interface
 // (sys/net/ifdi_if.m). iflib calls these methods with the context lock held
 // (lifecycle) and never concurrently with each other; the per-queue
-// interrupt methods may be called from the queue's task goroutine.
+// interrupt methods may be called from the queue's task goroutine. A
+// method may call Context.Stop or Context.Detach: the call is handed to the
+// admin task (ErrDeferred).
+//
+// The link: iflib never assumes it. The driver reports it with
+// Context.LinkStateChange, from Init (a device whose link is up at once),
+// from IFDI_UPDATE_ADMIN_STATUS, or from its link interrupt through
+// Context.AdminIntr; until it reports LinkStateUp every Transmit fails with
+// ErrLinkDown.
 type Device interface {
 	// AttachPre is IFDI_ATTACH_PRE: allocate resources and fill the
 	// SoftcCtx (queue counts, ring sizes, segment limits, TxRx).
@@ -16,7 +24,7 @@ type Device interface {
 	// RxQueuesAlloc is IFDI_RX_QUEUES_ALLOC, likewise for RX.
 	RxQueuesAlloc(rings []RingMem, nrxqs, nrxqsets int) error
 	// Init is IFDI_INIT: program the hardware; called before the free lists
-	// are filled.
+	// are filled. Report the link here (LinkStateChange) if it is known.
 	Init(ctx *Context) error
 	// Stop is IFDI_STOP: stop the hardware. After Stop the device touches no
 	// descriptor and no buffer.
