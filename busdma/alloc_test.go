@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 )
 
@@ -15,17 +17,11 @@ func steadySpaces(t testing.TB) []struct {
 	low  busdma.BusAddr
 } {
 	sim, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	high, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20, Layout: busdma.LayoutHigh})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	io, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return []struct {
 		name string
 		s    busdma.Space
@@ -36,9 +32,7 @@ func steadySpaces(t testing.TB) []struct {
 func TestSteadyStateAllocatesNothing(t *testing.T) {
 	for _, sp := range steadySpaces(t) {
 		d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: sp.name})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 		m := mustMap(t, tag)
 		buf := mustAlloc(t, sp.s, 2048, 2048)
@@ -50,22 +44,16 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 				m.Sync(busdma.PreWrite)
-				if err := d.Read(segs[0].Addr, buf[n:n+1]); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, d.Read(segs[0].Addr, buf[n:n+1]))
 				m.Sync(busdma.PostWrite)
-				if err := m.Unload(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, m.Unload())
 			}
 			cycle()
 			if a := testing.AllocsPerRun(100, cycle); a != 0 {
 				t.Errorf("%s %d bytes: %v allocs per load/sync/unload", sp.name, n, a)
 			}
 		}
-		if err := d.Close(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.Close())
 	}
 }
 
@@ -101,9 +89,7 @@ type job struct {
 
 func concurrentRun(t *testing.T, s busdma.Space, low busdma.BusAddr, c *busdma.Checker) int {
 	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "nic", Checker: c})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: low, MaxSize: 4096, NSegments: 4, MaxSegSize: 4096})
 	const workers = 4
 	iters := 300
@@ -210,9 +196,7 @@ func concurrentRun(t *testing.T, s busdma.Space, low busdma.BusAddr, c *busdma.C
 		}
 		total += n
 	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Close())
 	return total
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 )
 
@@ -18,9 +20,7 @@ type benchSpace struct {
 func benchSpaces(b *testing.B) []benchSpace {
 	b.Helper()
 	must := func(s busdma.Space, err error) busdma.Space {
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		return s
 	}
 	out := []benchSpace{
@@ -49,9 +49,7 @@ func BenchmarkLoadSyncUnload(b *testing.B) {
 					c = busdma.NewChecker()
 				}
 				d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: "bench", Checker: c})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer d.Close()
 				tag := mustTag(b, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 				m := mustMap(b, tag)
@@ -66,14 +64,10 @@ func BenchmarkLoadSyncUnload(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					segs, err = m.Load(buf, segs[:0])
-					if err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, err)
 					m.Sync(busdma.PreWrite)
 					m.Sync(busdma.PostWrite)
-					if err := m.Unload(); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, m.Unload())
 				}
 				if isIOMMU {
 					st := io.Stats()
@@ -97,26 +91,20 @@ func BenchmarkDeviceRead(b *testing.B) {
 					c = busdma.NewChecker()
 				}
 				d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: "bench", Checker: c})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer d.Close()
 				tag := mustTag(b, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 				m := mustMap(b, tag)
 				buf := mustAlloc(b, sp.s, 2048, 2048)[:n]
 				segs, err := m.Load(buf, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer m.Unload()
 				m.Sync(busdma.PreWrite)
 				p := make([]byte, n)
 				b.SetBytes(int64(n))
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := d.Read(segs[0].Addr, p); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, d.Read(segs[0].Addr, p))
 				}
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mpps")
 			})
@@ -138,13 +126,9 @@ func BenchmarkDeviceRead(b *testing.B) {
 //	           pages: the check that decides so)
 func BenchmarkMapOps(b *testing.B) {
 	s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer d.Close()
 	tag := mustTag(b, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 	m := mustMap(b, tag)
@@ -167,9 +151,7 @@ func BenchmarkMapOps(b *testing.B) {
 			if segs, err = m.Load(buf, segs[:0]); err != nil {
 				b.Fatal(err)
 			}
-			if err := m.Unload(); err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, m.Unload())
 		}
 	})
 	b.Run("loadmulti", func(b *testing.B) {
@@ -178,9 +160,7 @@ func BenchmarkMapOps(b *testing.B) {
 			if segs, err = m.LoadMulti(chain, segs[:0]); err != nil {
 				b.Fatal(err)
 			}
-			if err := m.Unload(); err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, m.Unload())
 		}
 	})
 	b.Run("sync", func(b *testing.B) {
@@ -191,9 +171,7 @@ func BenchmarkMapOps(b *testing.B) {
 		for b.Loop() {
 			m.Sync(busdma.PreWrite)
 		}
-		if err := m.Unload(); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, m.Unload())
 	})
 }
 
@@ -212,13 +190,9 @@ func BenchmarkIOMMUCost(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.Sim = busdma.SimConfig{Size: 1 << 20}
 			s, err := busdma.NewIOMMUSpace(c.cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "bench"})
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			defer d.Close()
 			m := mustMap(b, mustTag(b, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 32, MaxSegSize: 65536}))
 			buf := mustAlloc(b, s, 2048, 2048)[:1500]
@@ -229,9 +203,7 @@ func BenchmarkIOMMUCost(b *testing.B) {
 				if segs, err = m.Load(buf, segs[:0]); err != nil {
 					b.Fatal(err)
 				}
-				if err := m.Unload(); err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, m.Unload())
 			}
 			if cpu0 >= 0 {
 				b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")

@@ -8,7 +8,7 @@ import (
 )
 
 // ReportKind classifies a checker report. The classes are the DMA misuses
-// seed 000 (D17901) found in iflib.
+// review D17901 found in iflib.
 type ReportKind uint8
 
 const (

@@ -1,9 +1,10 @@
 package busdma_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/busdma/busdmatest"
@@ -14,14 +15,10 @@ import (
 func misuseDev(t *testing.T, cfg busdma.SimConfig) (*busdma.SimSpace, *busdma.Device, *busdma.Checker, *busdma.Tag) {
 	t.Helper()
 	s, err := busdma.NewSimSpace(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	c := busdma.NewChecker()
 	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "ixl0", Checker: c})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{Name: "rxbuf", MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
 	return s, d, c, tag
 }
@@ -59,10 +56,8 @@ func TestCheckerLoadOfLoadedMap(t *testing.T) {
 	if _, err := m.Load(buf, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Seed 000: the small-packet path re-loaded a cluster it never unloaded.
-	if _, err := m.Load(buf, nil); !errors.Is(err, busdma.ErrBusy) {
-		t.Fatalf("second load: %v", err)
-	}
+	// D17901: the small-packet path re-loaded a cluster it never unloaded.
+	require.ErrorIs(t, errOf(m.Load(buf, nil)), busdma.ErrBusy, "second load")
 	wantReport(t, c, busdma.KindLoadLoaded, "rxbuf#1")
 	_ = m.Unload()
 	_ = d.Close()
@@ -71,9 +66,7 @@ func TestCheckerLoadOfLoadedMap(t *testing.T) {
 func TestCheckerUnloadOfUnloadedMap(t *testing.T) {
 	_, d, c, tag := misuseDev(t, busdma.SimConfig{})
 	m := mustMap(t, tag)
-	if err := m.Unload(); !errors.Is(err, busdma.ErrNotLoaded) {
-		t.Fatalf("unload: %v", err)
-	}
+	require.ErrorIs(t, m.Unload(), busdma.ErrNotLoaded, "unload")
 	wantReport(t, c, busdma.KindUnloadUnloaded, "rxbuf#1")
 	_ = d.Close()
 }
@@ -84,14 +77,10 @@ func TestCheckerDestroyWhileLoaded(t *testing.T) {
 	if _, err := m.Load(mustAlloc(t, s, 64, 1), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Destroy(); !errors.Is(err, busdma.ErrBusy) {
-		t.Fatalf("destroy: %v", err)
-	}
+	require.ErrorIs(t, m.Destroy(), busdma.ErrBusy, "destroy")
 	wantReport(t, c, busdma.KindDestroyLoaded, "rxbuf#1")
 	_ = m.Unload()
-	if err := m.Destroy(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, m.Destroy())
 	_ = d.Close()
 }
 
@@ -101,10 +90,8 @@ func TestCheckerLeakAtClose(t *testing.T) {
 	if _, err := m.Load(mustAlloc(t, s, 64, 1), nil); err != nil {
 		t.Fatal(err)
 	}
-	// Seed 000: missing bus_dmamap_unload calls.
-	if err := d.Close(); !errors.Is(err, busdma.ErrLeak) {
-		t.Fatalf("Close: %v", err)
-	}
+	// D17901: missing bus_dmamap_unload calls.
+	require.ErrorIs(t, d.Close(), busdma.ErrLeak, "Close")
 	wantReport(t, c, busdma.KindLeak, "rxbuf#1")
 }
 
@@ -113,17 +100,13 @@ func TestCheckerAccessOutsideMapping(t *testing.T) {
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 2048, 1)
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m.Sync(busdma.PreRead)
 	_ = m.Unload()
-	// Seed 000: posting a pmap_kextract address, or a stale one, instead of
+	// D17901: posting a pmap_kextract address, or a stale one, instead of
 	// the address of a current mapping.
 	pa, _ := s.PhysAddr(buf)
-	if err := d.Write(pa, []byte{1, 2, 3}); !errors.Is(err, busdma.ErrFault) {
-		t.Fatalf("write outside mapping: %v", err)
-	}
+	require.ErrorIs(t, d.Write(pa, []byte{1, 2, 3}), busdma.ErrFault, "write outside mapping")
 	if segs[0].Addr != pa {
 		t.Fatalf("segment %v is not the physical address %#x", segs[0], uint64(pa))
 	}
@@ -138,22 +121,12 @@ func TestCheckerAccessOutsideMapping(t *testing.T) {
 	// Descriptor memory too: after Free its address is no longer mapped.
 	ringTag := mustTag(t, d.Tag(), busdma.TagConfig{Name: "ring", Alignment: 128, MaxSize: 1024, NSegments: 1, MaxSegSize: 1024, Flags: busdma.AllocNow})
 	dm, err := ringTag.AllocMem()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dm.Sync(busdma.PreWrite)
-	if err := d.Read(dm.Paddr, make([]byte, 16)); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Read(dm.Paddr+1000, make([]byte, 48)); !errors.Is(err, busdma.ErrFault) {
-		t.Fatalf("read past the end of a ring: %v", err)
-	}
-	if err := dm.Free(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Read(dm.Paddr, make([]byte, 16)); !errors.Is(err, busdma.ErrFault) {
-		t.Fatalf("read of freed ring: %v", err)
-	}
+	require.NoError(t, d.Read(dm.Paddr, make([]byte, 16)))
+	require.ErrorIs(t, d.Read(dm.Paddr+1000, make([]byte, 48)), busdma.ErrFault, "read past the end of a ring")
+	require.NoError(t, dm.Free())
+	require.ErrorIs(t, d.Read(dm.Paddr, make([]byte, 16)), busdma.ErrFault, "read of freed ring")
 	if n := c.Count(busdma.KindOutsideMapping); n != 3 {
 		t.Fatalf("%d outside-mapping reports, want 3", n)
 	}
@@ -166,14 +139,10 @@ func TestCheckerDeviceReadWithoutPreWrite(t *testing.T) {
 	buf := mustAlloc(t, s, 1500, 1)
 	fill(buf, 1)
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// TX: loaded, but the PREWRITE after encap is missing.
 	p := make([]byte, 1500)
-	if err := d.Read(segs[0].Addr, p); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Read(segs[0].Addr, p))
 	wantReport(t, c, busdma.KindNoPreWrite, "rxbuf#1")
 	c.Reset()
 
@@ -181,9 +150,7 @@ func TestCheckerDeviceReadWithoutPreWrite(t *testing.T) {
 	// sees the old byte and the checker says why.
 	m.Sync(busdma.PreWrite)
 	buf[100] = 0xEE
-	if err := d.Read(segs[0].Addr, p); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Read(segs[0].Addr, p))
 	if p[100] == 0xEE {
 		t.Fatal("device saw a CPU write that was never synced")
 	}
@@ -206,18 +173,14 @@ func TestCheckerCPUReadWithoutPostRead(t *testing.T) {
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 2048, 1)
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m.Sync(busdma.PreRead)
-	if err := d.Write(segs[0].Addr, []byte("packet")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Write(segs[0].Addr, []byte("packet")))
 	// Without POSTREAD the CPU does not see the packet.
 	if string(buf[:6]) == "packet" {
 		t.Fatal("device write visible before POSTREAD")
 	}
-	// Seed 000 / §7.5: the small-packet path must sync before the memcpy;
+	// D17901: the small-packet path (iflib_rxd_pkt_get) must sync before the memcpy;
 	// re-posting the cluster (PREREAD) without it is reported.
 	m.Sync(busdma.PreRead)
 	wantReport(t, c, busdma.KindNoPostRead, "rxbuf#1")
@@ -230,9 +193,7 @@ func TestCheckerCPUReadWithoutPostRead(t *testing.T) {
 	// The correct sequence: POSTREAD makes the data visible, no report.
 	segs, _ = m.Load(buf, segs[:0])
 	m.Sync(busdma.PreRead)
-	if err := d.Write(segs[0].Addr, []byte("packet")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Write(segs[0].Addr, []byte("packet")))
 	m.Sync(busdma.PostRead)
 	if string(buf[:6]) != "packet" {
 		t.Fatalf("after POSTREAD: %q", buf[:6])
@@ -250,9 +211,7 @@ func TestCheckerRingWriteBackNotClobbered(t *testing.T) {
 	_, d := simDev(t, busdma.SimConfig{})
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 128, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Flags: busdma.AllocNow})
 	ring, err := tag.AllocMem()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ring.Vaddr[0] = 0xAA // descriptor 0
 	ring.Sync(busdma.PreRead | busdma.PreWrite)
 	if err := d.Write(ring.Paddr+8, []byte{1}); err != nil { // DD bit of descriptor 0
@@ -261,9 +220,7 @@ func TestCheckerRingWriteBackNotClobbered(t *testing.T) {
 	ring.Vaddr[16] = 0xBB // descriptor 1, written before the CPU looked at 0
 	ring.Sync(busdma.PreRead | busdma.PreWrite)
 	p := make([]byte, 17)
-	if err := d.Read(ring.Paddr, p); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Read(ring.Paddr, p))
 	if p[0] != 0xAA || p[8] != 1 || p[16] != 0xBB {
 		t.Fatalf("device view % x", p)
 	}
@@ -271,12 +228,11 @@ func TestCheckerRingWriteBackNotClobbered(t *testing.T) {
 	if ring.Vaddr[8] != 1 {
 		t.Fatal("write-back lost")
 	}
-	if err := ring.Free(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ring.Free())
 }
 
-// A correct TX and RX cycle, iflib's order (§7.4), reports nothing.
+// A correct TX and RX cycle, in iflib's order (iflib_encap, iflib_tx_desc_free,
+// iflib_fl_refill, rxd_frag_to_sd), reports nothing.
 func TestCheckerCleanCycles(t *testing.T) {
 	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutMixed, BouncePages: 64})
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 9216, NSegments: 8, MaxSegSize: 4096})
@@ -287,15 +243,11 @@ func TestCheckerCleanCycles(t *testing.T) {
 	for i := range 20 {
 		fill(pkt, byte(i))
 		segs, err := tx.Load(pkt, segs[:0])
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tx.Sync(busdma.PreWrite)
 		got := readSegs(t, d, segs)
 		tx.Sync(busdma.PostWrite)
-		if err := tx.Unload(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, tx.Unload())
 		// RX: the cluster stays loaded across packets (ifsd_ba reuse).
 		if i == 0 {
 			if segs, err = rx.Load(cl, segs[:0]); err != nil {

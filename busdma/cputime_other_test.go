@@ -2,7 +2,9 @@
 
 package busdma_test
 
-import "time"
+import (
+	"time"
+)
 
 // cpuNow is unavailable here: the cpu-ns metrics are not reported.
 func cpuNow() time.Duration { return -1 }

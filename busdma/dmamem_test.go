@@ -4,6 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 )
 
@@ -16,18 +19,12 @@ func TestAllocMem(t *testing.T) {
 		var mems []*busdma.DMAMem
 		for range 3 {
 			dm, err := tag.AllocMem()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if len(dm.Vaddr) != 3*4096 || dm.Paddr%8192 != 0 || dm.Paddr+3*4096-1 > busdma.MaxAddr32 ||
 				dm.Paddr>>16 != (dm.Paddr+3*4096-1)>>16 || !dm.Map.Loaded() {
 				t.Fatalf("layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
 			}
-			for _, b := range dm.Vaddr {
-				if b != 0 {
-					t.Fatal("not zeroed")
-				}
-			}
+			require.Equal(t, make([]byte, len(dm.Vaddr)), dm.Vaddr, "not zeroed")
 			fill(dm.Vaddr, 9)
 			dm.Sync(busdma.PreWrite)
 			p := make([]byte, len(dm.Vaddr))
@@ -37,18 +34,12 @@ func TestAllocMem(t *testing.T) {
 			mems = append(mems, dm)
 		}
 		for _, dm := range mems {
-			if err := dm.Free(); err != nil {
-				t.Fatal(err)
-			}
-			if err := dm.Free(); !errors.Is(err, busdma.ErrInvalid) {
-				t.Fatalf("double free: %v", err)
-			}
+			require.NoError(t, dm.Free())
+			require.ErrorIs(t, dm.Free(), busdma.ErrInvalid, "double free")
 		}
 		// Freed memory is reused and zeroed again.
 		dm, err := tag.AllocMem()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if dm.Paddr != mems[0].Paddr || dm.Vaddr[0] != 0 {
 			t.Fatalf("freed memory not reused/zeroed: %#x vs %#x", uint64(dm.Paddr), uint64(mems[0].Paddr))
 		}
@@ -60,12 +51,8 @@ func TestAllocMemExhausted(t *testing.T) {
 	_, d := simDev(t, busdma.SimConfig{ContigSize: 4 * 4096})
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 3 * 4096, NSegments: 1, MaxSegSize: 3 * 4096})
 	dm, err := tag.AllocMem()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tag.AllocMem(); !errors.Is(err, busdma.ErrNoMem) {
-		t.Fatalf("want ErrNoMem, got %v", err)
-	}
+	require.NoError(t, err)
+	require.ErrorIs(t, errOf(tag.AllocMem()), busdma.ErrNoMem)
 	_ = dm.Free()
 }
 
@@ -97,30 +84,14 @@ func TestBadInput(t *testing.T) {
 	// Memory of another space is foreign too.
 	other, _ := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 16})
 	ob, _ := other.Alloc(64, 1)
-	if _, err := m.Load(ob, nil); !errors.Is(err, busdma.ErrNotInSpace) {
-		t.Errorf("other space: %v", err)
-	}
-	if err := m.Destroy(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Load(buf[:64], nil); !errors.Is(err, busdma.ErrInvalid) {
-		t.Errorf("load of destroyed map: %v", err)
-	}
-	if err := m.Destroy(); !errors.Is(err, busdma.ErrInvalid) {
-		t.Errorf("double destroy: %v", err)
-	}
-	if _, err := s.Alloc(0, 1); !errors.Is(err, busdma.ErrInvalid) {
-		t.Errorf("Alloc(0): %v", err)
-	}
-	if _, err := s.Alloc(16, 3); !errors.Is(err, busdma.ErrInvalid) {
-		t.Errorf("Alloc align 3: %v", err)
-	}
-	if _, err := s.Alloc(1<<30, 1); !errors.Is(err, busdma.ErrNoMem) {
-		t.Errorf("Alloc too big: %v", err)
-	}
-	if _, err := busdma.NewDevice(nil, busdma.DeviceConfig{}); !errors.Is(err, busdma.ErrInvalid) {
-		t.Errorf("NewDevice(nil): %v", err)
-	}
+	assert.ErrorIs(t, errOf(m.Load(ob, nil)), busdma.ErrNotInSpace, "other space")
+	require.NoError(t, m.Destroy())
+	assert.ErrorIs(t, errOf(m.Load(buf[:64], nil)), busdma.ErrInvalid, "load of destroyed map")
+	assert.ErrorIs(t, m.Destroy(), busdma.ErrInvalid, "double destroy")
+	assert.ErrorIs(t, errOf(s.Alloc(0, 1)), busdma.ErrInvalid, "Alloc(0)")
+	assert.ErrorIs(t, errOf(s.Alloc(16, 3)), busdma.ErrInvalid, "Alloc align 3")
+	assert.ErrorIs(t, errOf(s.Alloc(1<<30, 1)), busdma.ErrNoMem, "Alloc too big")
+	assert.ErrorIs(t, errOf(busdma.NewDevice(nil, busdma.DeviceConfig{})), busdma.ErrInvalid, "NewDevice(nil)")
 }
 
 func TestTagErrorsAndInheritance(t *testing.T) {
@@ -147,9 +118,7 @@ func TestTagErrorsAndInheritance(t *testing.T) {
 			t.Errorf("%s: got %v", b.field, err)
 		}
 	}
-	if _, err := busdma.NewTag(nil, ok); !errors.Is(err, busdma.ErrInvalid) {
-		t.Errorf("nil parent: %v", err)
-	}
+	assert.ErrorIs(t, errOf(busdma.NewTag(nil, ok)), busdma.ErrInvalid, "nil parent")
 
 	parent := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 16, Boundary: 1 << 16, LowAddr: busdma.MaxAddr32,
 		HighAddr: 0x2_0000_0000, MaxSize: 1 << 16, NSegments: 4, MaxSegSize: 1 << 16})
@@ -158,15 +127,11 @@ func TestTagErrorsAndInheritance(t *testing.T) {
 	got := child.Config()
 	// maxsegsz is clamped by the child's own boundary (1 MiB, no clamp), not
 	// by the 64 KiB boundary it inherits (common_bus_dma_tag_create's order).
-	if got.Alignment != 16 || got.Boundary != 1<<16 || got.LowAddr != busdma.MaxAddr32 ||
-		got.HighAddr != busdma.MaxAddr || got.MaxSegSize != 1<<20 || got.MaxSize != 9000 || got.NSegments != 8 {
-		t.Fatalf("inherited %+v", got)
-	}
-	if !child.CouldBounce() {
-		t.Fatal("child of a bouncing tag can bounce")
-	}
-	if busdma.LowAddrForWidth(0) != busdma.MaxAddr || busdma.LowAddrForWidth(64) != busdma.MaxAddr ||
-		busdma.LowAddrForWidth(32) != busdma.MaxAddr32 || busdma.LowAddrForWidth(39) != 1<<39-1 {
-		t.Fatal("LowAddrForWidth")
-	}
+	require.Equal(t, busdma.TagConfig{Name: got.Name, Alignment: 16, Boundary: 1 << 16, LowAddr: busdma.MaxAddr32,
+		HighAddr: busdma.MaxAddr, MaxSize: 9000, NSegments: 8, MaxSegSize: 1 << 20}, got, "inherited")
+	require.True(t, child.CouldBounce(), "child of a bouncing tag can bounce")
+	assert.Equal(t, busdma.MaxAddr, busdma.LowAddrForWidth(0))
+	assert.Equal(t, busdma.MaxAddr, busdma.LowAddrForWidth(64))
+	assert.Equal(t, busdma.MaxAddr32, busdma.LowAddrForWidth(32))
+	assert.Equal(t, busdma.BusAddr(1<<39-1), busdma.LowAddrForWidth(39))
 }

@@ -33,7 +33,7 @@
 // segment address kept after Unload (a DMAR fault under an IOMMU, silent
 // corruption without one), or a buffer touched by one side without the sync
 // that hands it over. On x86 without bounce pages both bugs are invisible,
-// which is how seed 000 (D17901) found several in iflib. The [Checker] makes
+// which is how review D17901 found several in iflib. The [Checker] makes
 // them visible: it tracks every mapping of a device, refuses device
 // accesses outside them, and models a non-coherent machine so that a missing
 // PREWRITE or POSTREAD changes the data and is reported with the map's name

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 )
 
@@ -23,13 +25,9 @@ var (
 func fuzzSetup(t testing.TB) []fuzzSpace {
 	fuzzOnce.Do(func() {
 		add := func(s busdma.Space, err error, sim *busdma.SimSpace) {
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			b, err := s.Alloc(128<<10+busdma.PageSize, busdma.PageSize)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			fuzzSpaces = append(fuzzSpaces, fuzzSpace{s, b, sim})
 		}
 		for _, l := range []busdma.Layout{busdma.LayoutContiguous, busdma.LayoutScattered, busdma.LayoutHigh, busdma.LayoutMixed} {
@@ -84,13 +82,9 @@ func FuzzLoad(f *testing.F) {
 
 		c := busdma.NewChecker()
 		d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: "fuzz", Checker: c})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tag, err := busdma.NewTag(d.Tag(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		cfg = tag.Config()
 		m := mustMap(t, tag)
 		segs, err := m.LoadMulti(bufs, nil)
@@ -182,12 +176,8 @@ func FuzzLoad(f *testing.F) {
 		if !bytes.Equal(buf, want) {
 			t.Fatal("CPU data differs from device write after POSTREAD")
 		}
-		if err := m.Unload(); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Read(segs[0].Addr, got[:1]); !errors.Is(err, busdma.ErrFault) {
-			t.Fatalf("device read after unload: %v", err)
-		}
+		require.NoError(t, m.Unload())
+		require.ErrorIs(t, d.Read(segs[0].Addr, got[:1]), busdma.ErrFault, "device read after unload")
 		c.Reset() // that access was the one report expected
 		closeClean(t, d, c)
 		if sp.bounce != nil {
@@ -200,9 +190,7 @@ func FuzzLoad(f *testing.F) {
 
 func closeClean(t *testing.T, d *busdma.Device, c *busdma.Checker) {
 	t.Helper()
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Close())
 	for _, r := range c.Reports() {
 		t.Error(r)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/busdma/busdmatest"
 )
@@ -14,27 +16,21 @@ import (
 func mustTag(t testing.TB, parent *busdma.Tag, cfg busdma.TagConfig) *busdma.Tag {
 	t.Helper()
 	tag, err := busdma.NewTag(parent, cfg)
-	if err != nil {
-		t.Fatalf("NewTag(%+v): %v", cfg, err)
-	}
+	require.NoError(t, err, "NewTag(%+v)", cfg)
 	return tag
 }
 
 func mustMap(t testing.TB, tag *busdma.Tag) *busdma.Map {
 	t.Helper()
 	m, err := tag.CreateMap()
-	if err != nil {
-		t.Fatalf("CreateMap: %v", err)
-	}
+	require.NoError(t, err, "CreateMap")
 	return m
 }
 
 func mustAlloc(t testing.TB, s busdma.Space, size, align int) []byte {
 	t.Helper()
 	b, err := s.Alloc(size, align)
-	if err != nil {
-		t.Fatalf("Alloc(%d,%d): %v", size, align, err)
-	}
+	require.NoError(t, err, "Alloc(%d,%d)", size, align)
 	return b
 }
 
@@ -56,9 +52,7 @@ func readSegs(t testing.TB, d *busdma.Device, segs []busdma.Segment) []byte {
 	var out []byte
 	for _, s := range segs {
 		p := make([]byte, s.Len)
-		if err := d.Read(s.Addr, p); err != nil {
-			t.Fatalf("device Read %#x+%d: %v", uint64(s.Addr), s.Len, err)
-		}
+		require.NoError(t, d.Read(s.Addr, p), "device Read %#x+%d", uint64(s.Addr), s.Len)
 		out = append(out, p...)
 	}
 	return out
@@ -69,9 +63,7 @@ func writeSegs(t testing.TB, d *busdma.Device, segs []busdma.Segment, data []byt
 	t.Helper()
 	for _, s := range segs {
 		n := min(s.Len, len(data))
-		if err := d.Write(s.Addr, data[:n]); err != nil {
-			t.Fatalf("device Write %#x+%d: %v", uint64(s.Addr), n, err)
-		}
+		require.NoError(t, d.Write(s.Addr, data[:n]), "device Write %#x+%d", uint64(s.Addr), n)
 		data = data[n:]
 	}
 }
@@ -114,3 +106,6 @@ func roundTrip(t testing.TB, d *busdma.Device, m *busdma.Map, buf []byte, segs [
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// errOf returns the error of a two-result call, for require.ErrorIs.
+func errOf(_ any, err error) error { return err }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/busdma/busdmatest"
 )
@@ -12,13 +14,9 @@ import (
 func iommuDev(t *testing.T, cfg busdma.IOMMUConfig, c *busdma.Checker) (*busdma.IOMMUSpace, *busdma.Device) {
 	t.Helper()
 	s, err := busdma.NewIOMMUSpace(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "ixl0", Checker: c})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return s, d
 }
 
@@ -33,38 +31,27 @@ func TestIOMMUFaultAfterUnload(t *testing.T) {
 		m := mustMap(t, tag)
 		buf := mustAlloc(t, s, 2048, 2048)
 		segs, err := m.Load(buf, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// ds_addr is an IOVA, not the physical address.
 		if pa, _ := s.Phys().PhysAddr(buf); segs[0].Addr == pa || len(segs) != 1 {
 			t.Fatalf("segs %v, physical %#x", segs, uint64(pa))
 		}
 		roundTrip(t, d, m, buf, segs)
-		if err := m.Unload(); err != nil {
-			t.Fatal(err)
-		}
-		// The NIC still holds the old address (seed 000, "ixl(4) not
+		require.NoError(t, m.Unload())
+		// The NIC still holds the old address (D17901, "ixl(4) not
 		// responding to ping" under DMAR).
-		if err := d.Write(segs[0].Addr, []byte{1}); !errors.Is(err, busdma.ErrFault) {
-			t.Fatalf("checked=%v: write after unload: %v", checked, err)
-		}
+		require.ErrorIs(t, d.Write(segs[0].Addr, []byte{1}), busdma.ErrFault, "checked=%v: write after unload", checked)
 		f := s.Faults()
 		if len(f) != 1 || f[0].Addr != segs[0].Addr || !f[0].Write || f[0].Device != "ixl0" {
 			t.Fatalf("faults %v", f)
 		}
-		st := s.Stats()
-		if st.Maps != 1 || st.Unmaps != 1 || st.PagesMapped != 1 || st.PagesUnmapped != 1 || st.Faults != 1 {
-			t.Fatalf("stats %+v", st)
-		}
+		require.Equal(t, busdma.IOMMUStats{Maps: 1, Unmaps: 1, PagesMapped: 1, PagesUnmapped: 1, Faults: 1}, s.Stats())
 		if checked {
 			if n := c.Count(busdma.KindIOMMUFault); n != 1 || len(c.Reports()) != 1 {
 				t.Fatalf("reports %v", c.Reports())
 			}
 		}
-		if err := d.Close(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.Close())
 	}
 }
 
@@ -82,16 +69,14 @@ func TestIOMMUSegmentsAndCounters(t *testing.T) {
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
 	st := s.Stats()
-	if st.Maps != 1 || st.PagesMapped != 5 || st.PagesUnmapped != 5 {
-		t.Fatalf("stats %+v", st)
-	}
+	require.Equal(t, uint64(1), st.Maps)
+	require.Equal(t, uint64(5), st.PagesMapped)
+	require.Equal(t, uint64(5), st.PagesUnmapped)
 	// maxsegsz and boundary still cut segments; lowaddr bounds the IOVAs.
 	tag2 := mustTag(t, d.Tag(), busdma.TagConfig{Boundary: 8192, LowAddr: busdma.MaxAddr32, MaxSize: 1 << 20, NSegments: 8, MaxSegSize: 4096})
 	m2 := mustMap(t, tag2)
 	segs, err = m2.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	total := 0
 	for _, sg := range segs {
 		if sg.Len > 4096 || sg.Addr/8192 != (sg.Addr+busdma.BusAddr(sg.Len)-1)/8192 || sg.Addr > busdma.MaxAddr32 {
@@ -108,13 +93,9 @@ func TestIOMMUSegmentsAndCounters(t *testing.T) {
 	// Ring memory: one IOVA segment.
 	rt := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 128, MaxSize: 8192, NSegments: 1, MaxSegSize: 8192})
 	dm, err := rt.AllocMem()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dm.Sync(busdma.PreWrite)
-	if err := d.Read(dm.Paddr+8000, make([]byte, 192)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Read(dm.Paddr+8000, make([]byte, 192)))
 	_ = dm.Free()
 }
 
@@ -124,21 +105,15 @@ func TestIOMMUSpaceExhausted(t *testing.T) {
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 20, NSegments: 8, MaxSegSize: 1 << 20})
 	m1, m2 := mustMap(t, tag), mustMap(t, tag)
 	buf := mustAlloc(t, s, 3*4096, 4096)
-	if _, err := m1.Load(buf, nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(m1.Load(buf, nil)))
 	if _, err := m2.Load(buf[:2*4096], nil); !errors.Is(err, busdma.ErrNoMem) || m2.Loaded() {
 		t.Fatalf("want ErrNoMem: %v", err)
 	}
 	_ = m1.Unload()
-	if _, err := m2.Load(buf[:2*4096], nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(m2.Load(buf[:2*4096], nil)))
 	_ = m2.Unload()
 	low := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: 0xFFFF, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
-	if _, err := mustMap(t, low).Load(buf[:64], nil); !errors.Is(err, busdma.ErrNoMem) {
-		t.Fatalf("lowaddr below the IOVA base: %v", err)
-	}
+	require.ErrorIs(t, errOf(mustMap(t, low).Load(buf[:64], nil)), busdma.ErrNoMem, "lowaddr below the IOVA base")
 }
 
 func TestIOMMUCostCountsWork(t *testing.T) {
@@ -155,18 +130,10 @@ func TestIOMMUCostCountsWork(t *testing.T) {
 		}
 		_ = m.Unload()
 	}
-	if st := s.Stats(); st.Maps != 10 || st.Unmaps != 10 || st.PagesMapped != 10 {
-		t.Fatalf("%+v", st)
-	}
+	require.Equal(t, busdma.IOMMUStats{Maps: 10, Unmaps: 10, PagesMapped: 10, PagesUnmapped: 10}, s.Stats())
 	for _, cfg := range []busdma.IOMMUConfig{{MapTime: -1}, {UnmapTime: -time.Nanosecond}, {UnmapTime: 2 * time.Second}, {MapCost: -1}} {
-		if _, err := busdma.NewIOMMUSpace(cfg); !errors.Is(err, busdma.ErrInvalid) {
-			t.Fatalf("%+v: %v", cfg, err)
-		}
+		require.ErrorIs(t, errOf(busdma.NewIOMMUSpace(cfg)), busdma.ErrInvalid, "%+v", cfg)
 	}
-	if _, err := busdma.NewSimSpace(busdma.SimConfig{Base: 0x123}); !errors.Is(err, busdma.ErrInvalid) {
-		t.Fatal(err)
-	}
-	if _, err := busdma.NewSimSpace(busdma.SimConfig{Base: 0x0100_0000}); !errors.Is(err, busdma.ErrInvalid) {
-		t.Fatalf("arena overlapping the contig zone: %v", err)
-	}
+	require.ErrorIs(t, errOf(busdma.NewSimSpace(busdma.SimConfig{Base: 0x123})), busdma.ErrInvalid)
+	require.ErrorIs(t, errOf(busdma.NewSimSpace(busdma.SimConfig{Base: 0x0100_0000})), busdma.ErrInvalid, "arena overlapping the contig zone")
 }

@@ -3,6 +3,8 @@ package busdma
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // pageOfAddr against a brute-force search, with enough far-apart frames to
@@ -66,33 +68,21 @@ func TestStrings(t *testing.T) {
 // order of frees.
 func TestArenaCoalesces(t *testing.T) {
 	s, err := NewSimSpace(SimConfig{Size: 1 << 20, Layout: LayoutScattered})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	a := s.allocZ
 	chunks, err := s.AllocChunks(9216, 20, 1024)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	small, err := s.Alloc(100, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if a.extents() < 2 {
 		t.Fatalf("%d free extents after carving chunks", a.extents())
 	}
 	for i := len(chunks) - 1; i >= 0; i -= 2 {
-		if err := s.Free(chunks[i]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Free(chunks[i]))
 	}
-	if err := s.Free(small); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Free(small))
 	for i := len(chunks) - 2; i >= 0; i -= 2 {
-		if err := s.Free(chunks[i]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Free(chunks[i]))
 	}
 	if n := a.extents(); n != 1 || a.allocated() != 0 {
 		t.Fatalf("after freeing all: %d extents, %d bytes allocated", n, a.allocated())

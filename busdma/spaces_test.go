@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/busdma/busdmatest"
 )
@@ -11,22 +13,16 @@ import (
 func TestIdentitySpace(t *testing.T) {
 	region := make([]byte, 64*1024+100) // a UMEM need not end on a page
 	s, err := busdma.NewIdentitySpace(region)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "xdp0", Checker: busdmatest.NewChecker(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer d.Close()
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 4096, NSegments: 2, MaxSegSize: 4096})
 	m := mustMap(t, tag)
 	_ = mustAlloc(t, s, 2048, 2048)
 	frame := mustAlloc(t, s, 2048, 2048) // the second frame: offset 2048
 	segs, err := m.Load(frame, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(2048, 2048))
 	if off, ok := s.Offset(frame); !ok || off != 2048 {
 		t.Fatalf("Offset %d %v", off, ok)
@@ -41,25 +37,17 @@ func TestIdentitySpace(t *testing.T) {
 	wantSegs(t, segs, seg(4000, 1000))
 	_ = m.Unload()
 	dm, err := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 4096, MaxSize: 8192, NSegments: 1, MaxSegSize: 8192}).AllocMem()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if dm.Paddr%4096 != 0 {
 		t.Fatalf("ring at %#x", uint64(dm.Paddr))
 	}
 	_ = dm.Free()
 	// Nothing bounces: a window below the region cannot be met.
 	low := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: 0xFFF, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
-	if _, err := mustMap(t, low).Load(region[8192:8292], nil); !errors.Is(err, busdma.ErrNoMem) {
-		t.Fatalf("want ErrNoMem, got %v", err)
-	}
+	require.ErrorIs(t, errOf(mustMap(t, low).Load(region[8192:8292], nil)), busdma.ErrNoMem)
 	raw, _ := busdma.NewDevice(s, busdma.DeviceConfig{}) // unchecked: physical addressing
-	if err := raw.Read(busdma.BusAddr(len(region)), make([]byte, 1)); !errors.Is(err, busdma.ErrFault) {
-		t.Fatalf("read past region: %v", err)
-	}
-	if _, err := busdma.NewIdentitySpace(nil); !errors.Is(err, busdma.ErrInvalid) {
-		t.Fatal(err)
-	}
+	require.ErrorIs(t, raw.Read(busdma.BusAddr(len(region)), make([]byte, 1)), busdma.ErrFault, "read past region")
+	require.ErrorIs(t, errOf(busdma.NewIdentitySpace(nil)), busdma.ErrInvalid)
 }
 
 func pagemapSpace(t testing.TB, cfg busdma.PagemapConfig) *busdma.PagemapSpace {
@@ -67,9 +55,7 @@ func pagemapSpace(t testing.TB, cfg busdma.PagemapConfig) *busdma.PagemapSpace {
 	if errors.Is(err, busdma.ErrUnavailable) {
 		t.Skipf("pagemap space unavailable: %v", err)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -79,17 +65,13 @@ func TestPagemapSpace(t *testing.T) {
 		t.Run(map[bool]string{false: "hugepages", true: "smallpages"}[small], func(t *testing.T) {
 			s := pagemapSpace(t, busdma.PagemapConfig{Size: 1 << 20, SmallPages: small})
 			d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "uio0", Checker: busdmatest.NewChecker(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer d.Close()
 			tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 16, MaxSegSize: 65536})
 			m := mustMap(t, tag)
 			buf := mustAlloc(t, s, 3*4096, 4096)[100:]
 			segs, err := m.Load(buf, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if pa, _ := s.PhysAddr(buf); segs[0].Addr != pa || pa == 0 {
 				t.Fatalf("first segment %v, physical %#x", segs[0], uint64(pa))
 			}

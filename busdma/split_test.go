@@ -1,8 +1,9 @@
 package busdma_test
 
 import (
-	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
 )
@@ -22,14 +23,10 @@ func TestLoadContiguousOneSegment(t *testing.T) {
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(base, 3*busdma.PageSize))
 	roundTrip(t, d, m, buf, segs)
-	if err := m.Unload(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, m.Unload())
 }
 
 func TestLoadMaxSegSizeBelowPage(t *testing.T) {
@@ -39,9 +36,7 @@ func TestLoadMaxSegSizeBelowPage(t *testing.T) {
 	big := mustAlloc(t, s, 2*busdma.PageSize, busdma.PageSize)
 	buf := big[0x100 : 0x100+3000]
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(base+0x100, 1024), seg(base+0x500, 1024), seg(base+0x900, 952))
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
@@ -58,9 +53,7 @@ func TestLoadBoundaryClipping(t *testing.T) {
 	m := mustMap(t, tag)
 	buf := big[0x800 : 0x800+6000]
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(base+0x800, 2048), seg(base+0x1000, 3952))
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
@@ -69,9 +62,7 @@ func TestLoadBoundaryClipping(t *testing.T) {
 	m8 := mustMap(t, tag8)
 	buf = big[0x800 : 0x800+12288]
 	segs, err = m8.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(base+0x800, 6144), seg(base+0x2000, 6144))
 	_ = m8.Unload()
 
@@ -79,9 +70,7 @@ func TestLoadBoundaryClipping(t *testing.T) {
 	tag1k := mustTag(t, d.Tag(), busdma.TagConfig{Boundary: 1024, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
 	m1k := mustMap(t, tag1k)
 	segs, err = m1k.Load(big[0x300:0x300+1500], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(base+0x300, 0x100), seg(base+0x400, 1024), seg(base+0x800, 1500-0x100-1024))
 	_ = m1k.Unload()
 }
@@ -110,9 +99,7 @@ func TestLoadScatteredPages(t *testing.T) {
 		t.Fatalf("layout not scattered enough: %d runs", len(want))
 	}
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, want...)
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
@@ -122,9 +109,7 @@ func TestLoadScatteredPages(t *testing.T) {
 	mt := mustMap(t, tight)
 	pre := []busdma.Segment{seg(1, 1)}
 	got, err := mt.Load(buf, pre)
-	if !errors.Is(err, busdma.ErrTooBig) {
-		t.Fatalf("want ErrTooBig, got %v", err)
-	}
+	require.ErrorIs(t, err, busdma.ErrTooBig, "want ErrTooBig, got")
 	if len(got) != 1 || got[0] != pre[0] || mt.Loaded() {
 		t.Fatalf("failed load changed state: segs %v loaded %v", got, mt.Loaded())
 	}
@@ -138,13 +123,9 @@ func TestLoadNSegmentsExhausted(t *testing.T) {
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 2, MaxSegSize: 1024})
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 3000, 1)
-	if _, err := m.Load(buf, nil); !errors.Is(err, busdma.ErrTooBig) {
-		t.Fatalf("want ErrTooBig, got %v", err)
-	}
+	require.ErrorIs(t, errOf(m.Load(buf, nil)), busdma.ErrTooBig)
 	segs, err := m.Load(buf[:2048], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(segs) != 2 {
 		t.Fatalf("segs %v", segs)
 	}
@@ -160,9 +141,7 @@ func TestBounceHighPages(t *testing.T) {
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 1500, 1)
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(bounceBase, 1500))
 	if st := s.BounceStats(); st.ActivePages != 1 {
 		t.Fatalf("active bounce pages %d", st.ActivePages)
@@ -183,9 +162,7 @@ func TestBounceAdjacentPagesCoalesce(t *testing.T) {
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// A fresh zone hands out consecutive pages, so addseg coalesces them.
 	wantSegs(t, segs, seg(bounceBase, 3*busdma.PageSize))
 	roundTrip(t, d, m, buf, segs)
@@ -194,9 +171,7 @@ func TestBounceAdjacentPagesCoalesce(t *testing.T) {
 	small := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 65536, NSegments: 8, MaxSegSize: 4096})
 	m2 := mustMap(t, small)
 	segs, err = m2.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// The zone is FIFO: pages 3,4,5 come next.
 	wantSegs(t, segs, seg(bounceBase+3*4096, 4096), seg(bounceBase+4*4096, 4096), seg(bounceBase+5*4096, 4096))
 	_ = m2.Unload()
@@ -212,17 +187,13 @@ func TestBounceMisaligned(t *testing.T) {
 	m := mustMap(t, tag)
 
 	segs, err := m.Load(big[64:64+200], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(base+64, 200)) // aligned: no bounce
 	_ = m.Unload()
 
 	buf := big[16 : 16+200]
 	segs, err = m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(bounceBase, 200))
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
@@ -232,9 +203,7 @@ func TestBounceMisaligned(t *testing.T) {
 	// consecutive pages and coalesce.
 	buf = big[16 : 16+6000]
 	segs, err = m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(bounceBase+4096, 6000)) // FIFO: page 0 went to the tail
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
@@ -258,9 +227,7 @@ func TestBounceMixedLayout(t *testing.T) {
 	}
 	m := mustMap(t, tag)
 	segs, err := m.Load(buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, sg := range segs {
 		if sg.Addr+busdma.BusAddr(sg.Len)-1 > busdma.MaxAddr32 {
 			t.Fatalf("segment %v above lowaddr", sg)
@@ -282,9 +249,7 @@ func TestBouncePoolExhaustion(t *testing.T) {
 	if _, err := m1.Load(b1, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m2.Load(b2, nil); !errors.Is(err, busdma.ErrNoMem) {
-		t.Fatalf("want ErrNoMem, got %v", err)
-	}
+	require.ErrorIs(t, errOf(m2.Load(b2, nil)), busdma.ErrNoMem)
 	if m2.Loaded() {
 		t.Fatal("failed load left the map loaded")
 	}
@@ -293,16 +258,12 @@ func TestBouncePoolExhaustion(t *testing.T) {
 	}
 	_ = m1.Unload()
 	segs, err := m2.Load(b2, nil)
-	if err != nil {
-		t.Fatalf("after unload: %v", err)
-	}
+	require.NoError(t, err, "after unload")
 	roundTrip(t, d, m2, b2, segs)
 	_ = m2.Unload()
 
 	// AllocNow checks the zone can hold one maxsize load.
-	if _, err := busdma.NewTag(d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 5 * busdma.PageSize, NSegments: 8, MaxSegSize: 65536, Flags: busdma.AllocNow}); !errors.Is(err, busdma.ErrNoMem) {
-		t.Fatalf("AllocNow with a 4-page zone and 5-page maxsize: %v", err)
-	}
+	require.ErrorIs(t, errOf(busdma.NewTag(d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 5 * busdma.PageSize, NSegments: 8, MaxSegSize: 65536, Flags: busdma.AllocNow})), busdma.ErrNoMem, "AllocNow with a 4-page zone and 5-page maxsize")
 }
 
 func TestLoadMultiCoalescesAcrossBuffers(t *testing.T) {
@@ -313,9 +274,7 @@ func TestLoadMultiCoalescesAcrossBuffers(t *testing.T) {
 	other := mustAlloc(t, s, busdma.PageSize, busdma.PageSize)
 	bufs := [][]byte{big[:100], big[100:1500], nil, other[:60]}
 	segs, err := m.LoadMulti(bufs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pa, _ := s.PhysAddr(other)
 	wantSegs(t, segs, seg(base, 1500), busdma.Segment{Addr: pa, Len: 60})
 	// Data through the device: the concatenation of the buffers.
@@ -331,10 +290,6 @@ func TestLoadMultiCoalescesAcrossBuffers(t *testing.T) {
 	}
 	_ = m.Unload()
 	small := mustMap(t, mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1000, NSegments: 8, MaxSegSize: 1000}))
-	if _, err := small.LoadMulti([][]byte{big[:600], other[:500]}, nil); !errors.Is(err, busdma.ErrInvalid) {
-		t.Fatalf("LoadMulti beyond maxsize: %v", err)
-	}
-	if _, err := small.LoadMulti([][]byte{nil, big[:0]}, nil); !errors.Is(err, busdma.ErrInvalid) {
-		t.Fatalf("LoadMulti of nothing: %v", err)
-	}
+	require.ErrorIs(t, errOf(small.LoadMulti([][]byte{big[:600], other[:500]}, nil)), busdma.ErrInvalid, "LoadMulti beyond maxsize")
+	require.ErrorIs(t, errOf(small.LoadMulti([][]byte{nil, big[:0]}, nil)), busdma.ErrInvalid, "LoadMulti of nothing")
 }

@@ -2,10 +2,11 @@ package cpumap
 
 import (
 	"errors"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCPUSetOps(t *testing.T) {
@@ -42,9 +43,7 @@ func TestCPUListRoundTrip(t *testing.T) {
 	}
 	for in, want := range cases {
 		s, err := ParseCPUList(in)
-		if err != nil {
-			t.Fatalf("ParseCPUList(%q): %v", in, err)
-		}
+		require.NoError(t, err, "ParseCPUList(%q)", in)
 		if want != nil && !slices.Equal(s.List(), want) {
 			t.Errorf("ParseCPUList(%q) = %v, want %v", in, s.List(), want)
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/goiflib/goiflib/cpumap"
 )
 
-// The reference's machine, 4 cores × 2 threads numbered as FreeBSD does on
+// A machine of 4 cores × 2 threads numbered as FreeBSD does on
 // x86, with separate_txrx and use_logical_cores: RX on the physical cores,
 // each TX queue on the SMT sibling of its RX queue's core.
 func Example() {

@@ -1,21 +1,21 @@
 package cpumap
 
 import (
-	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // synth builds a synthetic topology or fails the test.
 func synth(t testing.TB, cfg SyntheticConfig) *Topology {
 	t.Helper()
 	tp, err := Synthetic(cfg)
-	if err != nil {
-		t.Fatalf("Synthetic(%+v): %v", cfg, err)
-	}
+	require.NoError(t, err, "Synthetic(%+v)", cfg)
 	return tp
 }
 
-// fourByTwo is the reference's example machine: 4 cores × 2 SMT threads.
+// fourByTwo is the usual example machine: 4 cores × 2 SMT threads.
 func fourByTwo(t testing.TB, n SiblingNumbering) *Topology {
 	return synth(t, SyntheticConfig{Packages: 1, CoresPerPackage: 4, ThreadsPerCore: 2, SiblingNumbering: n})
 }
@@ -23,9 +23,7 @@ func fourByTwo(t testing.TB, n SiblingNumbering) *Topology {
 func mustPlace(t testing.TB, a *Allocator, req Request) *Placement {
 	t.Helper()
 	pl, err := a.Place(req)
-	if err != nil {
-		t.Fatalf("Place(%+v): %v", req, err)
-	}
+	require.NoError(t, err, "Place(%+v)", req)
 	return pl
 }
 
@@ -36,9 +34,7 @@ func setPtr(cpus ...int) *CPUSet {
 
 func checkCPUs(t testing.TB, what string, got, want []int) {
 	t.Helper()
-	if !slices.Equal(got, want) {
-		t.Errorf("%s = %v, want %v", what, got, want)
-	}
+	assert.Equal(t, want, got, what)
 }
 
 // checkNext asserts the registry entry for set.
@@ -57,3 +53,6 @@ func checkNext(t testing.TB, a *Allocator, set CPUSet, want int) {
 }
 
 var behaviors = []Behavior{Intended, FreeBSD}
+
+// errOf returns the error of a two-result call, for require.ErrorIs.
+func errOf(_ any, err error) error { return err }

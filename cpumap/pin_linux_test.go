@@ -4,6 +4,8 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // pinOnGoroutine pins a fresh goroutine to cpu, reads the affinity back,
@@ -43,9 +45,7 @@ func TestPinReadBack(t *testing.T) {
 		if errors.Is(err, ErrPinNotPermitted) || errors.Is(err, ErrPinUnsupported) {
 			t.Skipf("pinning not permitted here: %v", err)
 		}
-		if err != nil {
-			t.Fatalf("cpu %d: %v", cpu, err)
-		}
+		require.NoError(t, err, "cpu %d", cpu)
 		if pinned != CPUSetOf(cpu) {
 			t.Errorf("cpu %d: affinity while pinned %s", cpu, pinned)
 		}

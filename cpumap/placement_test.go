@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
-// Reference §6.4 A: one NIC, 4 RX + 4 TX queues, no core_offset, on 4
+// Worked example A (get_cpuid_for_queue and get_ctx_core_offset as committed
+// with D24094): one NIC, 4 RX + 4 TX queues, no core_offset, on 4
 // cores × 2 threads numbered adjacently (FreeBSD x86). "ok" means INTR_CPUS
 // = {0,2,4,6}; "fail" means all_cpus {0..7}, not physical.
 func TestWorkedExampleA(t *testing.T) {
@@ -86,7 +89,7 @@ func TestWorkedExampleAInterleaved(t *testing.T) {
 	}
 }
 
-// Reference §6.4 B: 2 RX + 2 TX per NIC, several NICs, no core_offset.
+// Worked example B: 2 RX + 2 TX per NIC, several NICs, no core_offset.
 func TestWorkedExampleB(t *testing.T) {
 	all := CPUSetOf(0, 1, 2, 3, 4, 5, 6, 7)
 	cases := []struct {
@@ -113,7 +116,7 @@ func TestWorkedExampleB(t *testing.T) {
 	}
 }
 
-// Reference §6.4 C: uneven and oversubscribed, plus quirk 3's gap.
+// Worked example C: uneven and oversubscribed, plus quirk 3's gap.
 func TestWorkedExampleC(t *testing.T) {
 	cases := []struct {
 		name                    string
@@ -143,7 +146,7 @@ func TestWorkedExampleC(t *testing.T) {
 	}
 }
 
-// Reference §6.4 D: explicit core_offset on {0,2,4,6}, 4+4, sep 0. The set
+// Worked example D: explicit core_offset on {0,2,4,6}, 4+4, sep 0. The set
 // starts at CPU 0, so both behaviours agree.
 func TestWorkedExampleD(t *testing.T) {
 	cases := []struct {
@@ -172,7 +175,7 @@ func TestWorkedExampleD(t *testing.T) {
 			checkNext(t, a, CPUSetOf(0, 2, 4, 6), -1)
 		}
 	}
-	// The reference's offset 9 on the 8-CPU machine: FreeBSD wraps it by the
+	// Offset 9 on the 8-CPU machine: FreeBSD wraps it by the
 	// span (9 % 7 = 2); intended rejects it, as no CPU 9 exists.
 	fb := mustPlace(t, NewAllocator(fourByTwo(t, Adjacent), AllocatorOptions{Behavior: FreeBSD}),
 		Request{Device: "nic0", RxQueues: 4, TxQueues: 4, Policy: Policy{CoreOffset: Offset(9)}})
@@ -180,8 +183,8 @@ func TestWorkedExampleD(t *testing.T) {
 }
 
 // Quirk 2: an offset outside [first, last] of a set that does not start at
-// CPU 0. The reference's example: ifc_cpus = {4..7}; FreeBSD sends offsets 1
-// and 9 to CPU 4, intended to CPU 5.
+// CPU 0. For example, with ifc_cpus = {4..7} FreeBSD sends offsets 1 and 9
+// to CPU 4, intended to CPU 5.
 func TestQuirkOffsetOutsideSet(t *testing.T) {
 	tp := synth(t, SyntheticConfig{Packages: 2, CoresPerPackage: 4, ThreadsPerCore: 1})
 	domain := setPtr(4, 5, 6, 7)
@@ -277,7 +280,7 @@ func TestQuirkOffsetDeviceRelease(t *testing.T) {
 	}
 }
 
-// Seed 001's machine: Atom C2758, 8 cores, no SMT, pairs of cores sharing
+// The machine of D24094's measurement: Atom C2758, 8 cores, no SMT, pairs of cores sharing
 // L2. The L2 neighbour of a core is the other core of its module, inside
 // INTR_CPUS, so TX lands on a core that also has an RX queue.
 func TestAtomL2Modules(t *testing.T) {
@@ -309,9 +312,7 @@ func TestAtomL2Modules(t *testing.T) {
 // private L2. INTR_CPUS = {0,2,3}.
 func TestQuirkMixedNeighbours(t *testing.T) {
 	tp, err := ParseSysfs(mixedFS())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	intr, phys := tp.IntrCPUs()
 	if intr != CPUSetOf(0, 2, 3) || !phys {
 		t.Fatalf("IntrCPUs = %s %v", intr, phys)

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // checkInvariants asserts what must hold for any placement: every RX CPU
@@ -66,9 +69,7 @@ func TestPlacementProperties(t *testing.T) {
 	}
 	for i := range n {
 		tp, err := randomTopology(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		in, fb := NewAllocator(tp, AllocatorOptions{}), NewAllocator(tp, AllocatorOptions{Behavior: FreeBSD})
 		// Quirk 1 moves intended's logical-core devices to another registry
 		// entry, so they get allocators of their own.
@@ -96,9 +97,7 @@ func TestPlacementProperties(t *testing.T) {
 			req.Policy.UseLogicalCores = true
 			for _, a := range []*Allocator{inL, fbL} {
 				pl, err := a.Place(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				checkInvariants(t, tp, pl)
 			}
 		}
@@ -178,18 +177,14 @@ func TestPlaceErrors(t *testing.T) {
 	}
 	fb := NewAllocator(tp, AllocatorOptions{Behavior: FreeBSD})
 	for _, off := range []int{-1, 0xffff, 1 << 20} {
-		if _, err := fb.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(off)}}); !errors.Is(err, ErrCoreOffset) {
-			t.Errorf("freebsd offset %#x: %v", off, err)
-		}
+		assert.ErrorIs(t, errOf(fb.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(off)}})), ErrCoreOffset, "freebsd offset %#x", off)
 	}
 	if pl, err := fb.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(0xfffe)}}); err != nil || pl.Base != 0xfffe%7 {
 		t.Errorf("freebsd offset 0xfffe: %v %v", pl, err)
 	}
 	// Errors left the registry as it was: one device, next at 2.
 	checkNext(t, a, CPUSetOf(0, 2, 4, 6), 2)
-	if _, err := NewAllocator(nil, AllocatorOptions{}).Place(Request{RxQueues: 1, TxQueues: 1}); !errors.Is(err, ErrEmptyCPUSet) {
-		t.Errorf("nil topology: %v", err)
-	}
+	assert.ErrorIs(t, errOf(NewAllocator(nil, AllocatorOptions{}).Place(Request{RxQueues: 1, TxQueues: 1})), ErrEmptyCPUSet, "nil topology")
 }
 
 func TestSyntheticErrors(t *testing.T) {
@@ -202,14 +197,10 @@ func TestSyntheticErrors(t *testing.T) {
 		{Packages: 1, CoresPerPackage: 1, ThreadsPerCore: 1, SiblingNumbering: 7},
 		{Packages: 1, CoresPerPackage: 1, ThreadsPerCore: 1, CacheLineSize: -64},
 	} {
-		if _, err := Synthetic(cfg); !errors.Is(err, ErrBadSynthetic) {
-			t.Errorf("Synthetic(%+v) = %v", cfg, err)
-		}
+		assert.ErrorIs(t, errOf(Synthetic(cfg)), ErrBadSynthetic, "Synthetic(%+v) =", cfg)
 	}
 	for _, n := range []int{0, -1, MaxCPUs + 1} {
-		if _, err := Flat(n); !errors.Is(err, ErrBadSynthetic) {
-			t.Errorf("Flat(%d) = %v", n, err)
-		}
+		assert.ErrorIs(t, errOf(Flat(n)), ErrBadSynthetic, "Flat(%d) =", n)
 	}
 	f, err := Flat(3)
 	if err != nil || f.SMTKnown() || f.NumCores() != 3 || f.L2Neighbor(1) != -1 {
@@ -229,9 +220,7 @@ func FuzzPlace(f *testing.F) {
 		tp, err := Synthetic(SyntheticConfig{Packages: int(pkgs % 4), CoresPerPackage: int(cores % 17), ThreadsPerCore: int(threads % 5),
 			L2CoresPerGroup: int(l2 % 5), SiblingNumbering: SiblingNumbering(numbering % 3)})
 		if err != nil {
-			if !errors.Is(err, ErrBadSynthetic) {
-				t.Fatal(err)
-			}
+			require.ErrorIs(t, err, ErrBadSynthetic)
 			return
 		}
 		pol := Policy{SeparateTxRx: flags&1 != 0, UseLogicalCores: flags&2 != 0}

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
 )
 
 func fixture(t testing.TB, name string) *Topology {
 	t.Helper()
 	tp, err := ParseSysfs(os.DirFS("testdata/sysfs/" + name))
-	if err != nil {
-		t.Fatalf("ParseSysfs(%s): %v", name, err)
-	}
+	require.NoError(t, err, "ParseSysfs(%s)", name)
 	return tp
 }
 
@@ -152,9 +152,7 @@ func loadMapFS(t testing.TB, name string) fstest.MapFS {
 		m[p] = &fstest.MapFile{Data: b}
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return m
 }
 
@@ -221,9 +219,7 @@ func TestSysfsMissingOptional(t *testing.T) {
 		}
 	}
 	tp, err := ParseSysfs(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if tp.CacheKnown() || !tp.SMTKnown() || tp.L2Neighbor(0) != 4 || tp.CacheLineSize() != defaultLineSize {
 		t.Errorf("no cache: known %v smt %v neighbour(0) %d line %d", tp.CacheKnown(), tp.SMTKnown(), tp.L2Neighbor(0), tp.CacheLineSize())
 	}
@@ -236,9 +232,7 @@ func TestSysfsMissingOptional(t *testing.T) {
 		}
 	}
 	tp, err = ParseSysfs(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	intr, phys := tp.IntrCPUs()
 	if tp.SMTKnown() || phys || intr != tp.Online() || tp.NumCores() != 8 || tp.NumPackages() != 1 || tp.L2Neighbor(0) != -1 {
 		t.Errorf("no siblings: smt %v intr %s phys %v cores %d", tp.SMTKnown(), intr, phys, tp.NumCores())
@@ -251,9 +245,7 @@ func TestSysfsOfflineSibling(t *testing.T) {
 	m := loadMapFS(t, "desktop-4c8t")
 	m["online"].Data = []byte("0-6\n")
 	tp, err := ParseSysfs(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if got := tp.Siblings(3); got != CPUSetOf(3) {
 		t.Errorf("siblings of 3 with 7 offline = %s", got)
 	}
@@ -267,9 +259,7 @@ func TestSysfsOfflineSibling(t *testing.T) {
 
 func TestDiscover(t *testing.T) {
 	tp, err := Discover()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if tp.NumCPUs() < 1 || tp.Online().Empty() {
 		t.Fatalf("Discover: %v", tp)
 	}

@@ -14,9 +14,9 @@ import (
 )
 
 // The benchmarks measure when a software prefetch pays, to set iflib's
-// IFC_PREFETCH default (seed 002). One op is one element visited, so ns/op and
-// the ns/element metric are the same figure; ns/element is reported by name so
-// the tables read the same in every package.
+// IFC_PREFETCH default (review D53674). One op is one element visited, so
+// ns/op and the ns/element metric are the same figure; ns/element is
+// reported by name so the tables read the same in every package.
 //
 //   - Scattered: a pointer array walked in order, each pointer to a 64-byte
 //     object at a random place in a 64 MiB slab (well beyond L2 and L3), like

@@ -12,7 +12,7 @@
 #                  sockets alternately (even CPUs socket 0) and siblings +16,
 #                  core_id with gaps (0-3, 8-11) as on Xeons with fused-off
 #                  cores; private L2, L3 per socket.
-#   atom-c2758     seed 001's Atom C2758 (Silvermont "Avoton"): 8 cores, no
+#   atom-c2758     D24094's test machine, an Atom C2758 (Silvermont "Avoton"): 8 cores, no
 #                  SMT, each pair of cores sharing a 1M L2 module, no L3.
 #   hybrid-6p4e    Alder Lake i5-12600K-like: 6 P-cores × 2 threads numbered
 #                  adjacently (0,1 / 2,3 …) with private L2, then 4 E-cores
