@@ -16,7 +16,7 @@ const hugePageSize = 2 << 20
 // NewPagemapSpaceConfig maps, locks and translates memory (see
 // [PagemapSpace]).
 func NewPagemapSpaceConfig(cfg PagemapConfig) (*PagemapSpace, error) {
-	if cfg.Size < 0 || cfg.Size > 1<<40 {
+	if cfg.Size < 0 || uint64(cfg.Size) > 1<<40 {
 		return nil, &ConfigError{Field: "PagemapConfig.Size", Value: uint64(cfg.Size), Msg: "must be 0 (the default) to 1 TiB"}
 	}
 	if cfg.Size == 0 {

@@ -137,9 +137,10 @@ func NewSimSpace(cfg SimConfig) (*SimSpace, error) {
 	return s, nil
 }
 
-// maxSimBytes bounds each SimConfig size: 16 GiB, far beyond any test, and
-// small enough that sizes never overflow when rounded or added.
-const maxSimBytes = 16 << 30
+// maxSimBytes bounds each SimConfig size: 16 GiB (1 GiB where int has 32
+// bits), far beyond any test, and small enough that sizes never overflow
+// when rounded or added.
+const maxSimBytes = 1 << (30 + 4*(^uint(0)>>63))
 
 // check validates the defaulted configuration.
 func (cfg *SimConfig) check() error {

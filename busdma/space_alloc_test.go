@@ -44,7 +44,7 @@ func TestAllocHugeSizesAreTypedErrors(t *testing.T) {
 			}{
 				{math.MaxInt, 0, busdma.ErrNoMem},
 				{math.MaxInt - busdma.PageSize + 2, busdma.PageSize, busdma.ErrNoMem},
-				{1 << 62, 1, busdma.ErrNoMem},
+				{bigPow2, 1, busdma.ErrNoMem},
 				{busdma.PageSize, math.MinInt, busdma.ErrInvalid},
 				{0, 0, busdma.ErrInvalid},
 				{-1, 0, busdma.ErrInvalid},
@@ -66,14 +66,14 @@ func TestAllocHugeSizesAreTypedErrors(t *testing.T) {
 			}
 			// Offset 0 is a multiple of any alignment: one such block fits,
 			// a second does not.
-			first, err := s.Alloc(1, 1<<62)
+			first, err := s.Alloc(1, bigPow2)
 			require.NoError(t, err)
-			_, err = s.Alloc(1, 1<<62)
+			_, err = s.Alloc(1, bigPow2)
 			require.ErrorIs(t, err, busdma.ErrNoMem)
 			require.NoError(t, s.Free(first))
 			for _, b := range []struct{ size, count, align int }{
-				{math.MaxInt, 1, 0}, {busdma.PageSize, math.MaxInt, 0}, {1 << 40, 1 << 40, 0},
-				{2048, 2, 1 << 62}, {0, 1, 0}, {1, 0, 0}, {-5, 3, 0}, {8, 8, 6},
+				{math.MaxInt, 1, 0}, {busdma.PageSize, math.MaxInt, 0}, {busdma.PageSize, math.MaxInt/busdma.PageSize + 1, 0},
+				{2048, 2, bigPow2}, {0, 1, 0}, {1, 0, 0}, {-5, 3, 0}, {8, 8, 6},
 			} {
 				_, err := s.AllocChunks(b.size, b.count, b.align)
 				require.Error(t, err, "AllocChunks(%d, %d, %d)", b.size, b.count, b.align)
@@ -115,11 +115,15 @@ func TestNewSimSpaceBadConfig(t *testing.T) {
 		var ce *busdma.ConfigError
 		require.ErrorAs(t, err, &ce, "%+v", cfg)
 	}
-	for _, cfg := range []busdma.IOMMUConfig{
-		{IOVASize: math.MaxInt}, {IOVASize: -1}, {IOVABase: 0x123},
+	iommuBad := []busdma.IOMMUConfig{
+		{IOVASize: -1}, {IOVABase: 0x123},
 		{IOVABase: busdma.MaxAddr &^ 0xFFF}, {MapCost: -1}, {MaxFaults: -3},
 		{Sim: busdma.SimConfig{Size: math.MaxInt}},
-	} {
+	}
+	if math.MaxInt>>40 != 0 {
+		iommuBad = append(iommuBad, busdma.IOMMUConfig{IOVASize: math.MaxInt}) // more than 1 TiB
+	}
+	for _, cfg := range iommuBad {
 		_, err := busdma.NewIOMMUSpace(cfg)
 		require.ErrorIs(t, err, busdma.ErrInvalid, "%+v", cfg)
 	}
@@ -127,3 +131,6 @@ func TestNewSimSpaceBadConfig(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, busdma.ErrInvalid) || errors.Is(err, busdma.ErrUnavailable), "%v", err)
 }
+
+// bigPow2 is the largest power of two an int holds (1<<62 on 64-bit).
+const bigPow2 = math.MaxInt/2 + 1

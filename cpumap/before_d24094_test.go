@@ -156,7 +156,12 @@ func TestUnknownBehavior(t *testing.T) {
 
 func TestCacheLineSize(t *testing.T) {
 	base := SyntheticConfig{Packages: 1, CoresPerPackage: 2, ThreadsPerCore: 1}
-	for _, n := range []int{-64, 3, 8, 96, 8192, 1 << 40} {
+	var huge int64 = 1 << 40
+	sizes := []int{-64, 3, 8, 96, 8192, 1 << 30}
+	if int64(int(huge)) == huge { // 64-bit int
+		sizes = append(sizes, int(huge))
+	}
+	for _, n := range sizes {
 		cfg := base
 		cfg.CacheLineSize = n
 		_, err := Synthetic(cfg)
@@ -171,7 +176,7 @@ func TestCacheLineSize(t *testing.T) {
 		assert.Equal(t, want, tp.CacheLineSize())
 	}
 	const file = "cpu0/cache/index0/coherency_line_size"
-	for _, bad := range []string{"3", "-64", "1099511627776", "48"} {
+	for _, bad := range []string{"3", "-64", "65536", "48"} {
 		m := loadMapFS(t, "desktop-4c8t")
 		m[file].Data = []byte(bad + "\n")
 		_, err := ParseSysfs(m)

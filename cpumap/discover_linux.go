@@ -7,9 +7,6 @@ import (
 	"runtime"
 )
 
-// SysfsCPUDir is where Linux publishes the CPU topology.
-const SysfsCPUDir = "/sys/devices/system/cpu"
-
 // Discover returns this machine's topology. On Linux it parses
 // /sys/devices/system/cpu (see ParseSysfs); if that directory or its
 // "online" file does not exist (sysfs not mounted) it falls back to

@@ -9,6 +9,9 @@ import (
 	"strings"
 )
 
+// SysfsCPUDir is where Linux publishes the CPU topology.
+const SysfsCPUDir = "/sys/devices/system/cpu"
+
 // ParseSysfs reads a CPU topology from a tree laid out like Linux's
 // /sys/devices/system/cpu (Documentation/ABI/stable/sysfs-devices-system-cpu,
 // Documentation/ABI/testing/sysfs-devices-system-cpu):
