@@ -195,8 +195,6 @@ func (fl *freeList) refill(count int) int {
 			fl.fragidx = frag
 		}
 	}
-	fl.pidxA.Store(int64(fl.pidx))
-	fl.creditsA.Store(int64(fl.credits))
 	return ret
 }
 
@@ -229,7 +227,14 @@ func (fl *freeList) markFrag(f RxdFrag, pad int) bool {
 	return true
 }
 
-func (fl *freeList) clearMarks() { clear(fl.marks) }
+// clearMarks forgets the marks of a packet's fragments.
+func (fl *freeList) clearMarks(ri *RxdInfo) {
+	for i := 0; i < ri.NFrags && i < len(ri.Frags); i++ {
+		if f := ri.Frags[i]; int(f.FLID) == fl.id && int(f.Idx) < fl.size {
+			fl.marks[f.Idx>>6] = 0
+		}
+	}
+}
 
 // fragToSD is rxd_frag_to_sd: consume one posted slot. POSTREAD always;
 // unload only when the cluster leaves (unload && len != 0), and then the
@@ -256,9 +261,14 @@ func (fl *freeList) fragToSD(f RxdFrag, unload bool) *Packet {
 	}
 	fl.cidx = (fl.cidx + 1) & fl.mask
 	fl.clr(slot)
+	return p
+}
+
+// publish stores the mirrors the sysctl tree reads, once per rxeof pass.
+func (fl *freeList) publish() {
+	fl.pidxA.Store(int64(fl.pidx))
 	fl.cidxA.Store(int64(fl.cidx))
 	fl.creditsA.Store(int64(fl.credits))
-	return p
 }
 
 // skip moves the consumer index past n descriptors the driver consumed
@@ -267,7 +277,6 @@ func (fl *freeList) fragToSD(f RxdFrag, unload bool) *Packet {
 func (fl *freeList) skip(n int) {
 	n = min(max(n, 0), fl.size)
 	fl.cidx = (fl.cidx + n) & fl.mask
-	fl.cidxA.Store(int64(fl.cidx))
 }
 
 // bufsFree is iflib_fl_bufs_free: POSTREAD, unload and free every
@@ -289,9 +298,7 @@ func (fl *freeList) bufsFree() {
 	clear(fl.bitmap)
 	fl.credits, fl.cidx, fl.pidx, fl.fragidx = 0, 0, 0, 0
 	fl.ring.zero()
-	fl.pidxA.Store(0)
-	fl.cidxA.Store(0)
-	fl.creditsA.Store(0)
+	fl.publish()
 }
 
 // destroy is iflib_rx_sds_free (after bufsFree). It returns how many maps

@@ -175,7 +175,7 @@ func (q *rxq) validate(ri *RxdInfo) bool {
 		total += int(f.Len)
 	}
 	for _, fl := range q.fls {
-		fl.clearMarks()
+		fl.clearMarks(ri)
 	}
 	return ok && (ri.NFrags == 0 || ri.Len == total)
 }
@@ -183,7 +183,7 @@ func (q *rxq) validate(ri *RxdInfo) bool {
 // rxeof is iflib_rxeof: up to budget packets, refill, one Input call.
 func (q *rxq) rxeof(budget int) int {
 	c := q.ctx
-	defer q.st.publish()
+	defer q.publish()
 	fl0 := q.fls[0]
 	avail := q.rxdAvail(fl0.cidx, budget)
 	if avail == 0 {
@@ -236,6 +236,14 @@ func (q *rxq) rxeof(budget int) int {
 		ret |= rxeofMore
 	}
 	return ret
+}
+
+// publish makes the pass's counters and free-list mirrors visible.
+func (q *rxq) publish() {
+	q.st.publish()
+	for _, fl := range q.fls {
+		fl.publish()
+	}
 }
 
 // recycle consumes a packet's slots without handing anything up: the

@@ -146,6 +146,7 @@ func (z *Zone) Get() (*Packet, error) {
 		return nil, ErrNoPackets
 	}
 	z.take(p)
+	z.allocs.Add(1)
 	return p, nil
 }
 
@@ -160,6 +161,7 @@ func (z *Zone) GetWait(ctx context.Context) (*Packet, error) {
 		if p := z.pop(); p != nil {
 			z.mu.Unlock()
 			z.take(p)
+			z.allocs.Add(1)
 			return p, nil
 		}
 		ch := make(chan struct{})
@@ -217,17 +219,19 @@ func (z *Zone) wakeLocked() {
 	}
 }
 
+// take marks p handed out and empties it. The caller counts the alloc.
 func (z *Zone) take(p *Packet) {
 	p.free.Store(false)
 	p.Next = nil
 	p.Hdr = PktHdr{}
 	p.off, p.n = 0, 0
-	p.freeSite = ""
-	z.allocs.Add(1)
+	if p.freeSite != "" {
+		p.freeSite = ""
+	}
 }
 
 // release marks p free. It reports false (and counts a double free) when p
-// already was.
+// already was. The caller counts the free.
 func (z *Zone) release(p *Packet) bool {
 	if !p.free.CompareAndSwap(false, true) {
 		z.double.Add(1)
@@ -240,7 +244,6 @@ func (z *Zone) release(p *Packet) bool {
 		p.freeSite = callerSite()
 	}
 	p.Next = nil
-	z.frees.Add(1)
 	return true
 }
 
@@ -248,6 +251,7 @@ func (z *Zone) put(p *Packet) {
 	if !z.release(p) {
 		return
 	}
+	z.frees.Add(1)
 	z.mu.Lock()
 	z.stack = append(z.stack, p)
 	z.wakeLocked()
@@ -341,6 +345,22 @@ func (z *Zone) Close() error {
 type ZoneCache struct {
 	z     *Zone
 	stack []*Packet
+	// allocs and frees are counted here and added to the zone's counters
+	// when the cache refills, spills or flushes: no locked instruction per
+	// packet for statistics.
+	allocs, frees uint64
+}
+
+// publish adds the cache's counts to the zone's.
+func (c *ZoneCache) publish() {
+	if c.allocs != 0 {
+		c.z.allocs.Add(c.allocs)
+		c.allocs = 0
+	}
+	if c.frees != 0 {
+		c.z.frees.Add(c.frees)
+		c.frees = 0
+	}
 }
 
 // ZoneCacheBucket is the largest bucket (UMA buckets are of this order).
@@ -363,6 +383,7 @@ func (c *ZoneCache) Get() (*Packet, error) {
 		if c.passThrough() {
 			return c.z.Get()
 		}
+		c.publish()
 		k := c.z.getBatch(c.stack[:cap(c.stack)/2])
 		if k == 0 {
 			c.z.fails.Add(1)
@@ -375,6 +396,7 @@ func (c *ZoneCache) Get() (*Packet, error) {
 	c.stack[n] = nil
 	c.stack = c.stack[:n]
 	c.z.take(p)
+	c.allocs++
 	return p, nil
 }
 
@@ -393,7 +415,9 @@ func (c *ZoneCache) Put(p *Packet) {
 			p = next
 			continue
 		}
+		c.frees++
 		if len(c.stack) == cap(c.stack) {
+			c.publish()
 			half := cap(c.stack) / 2
 			c.z.putBatch(c.stack[half:])
 			clear(c.stack[half:])
@@ -404,8 +428,10 @@ func (c *ZoneCache) Put(p *Packet) {
 	}
 }
 
-// Flush returns every cached packet to the zone.
+// Flush returns every cached packet to the zone and publishes the cache's
+// counts.
 func (c *ZoneCache) Flush() {
+	c.publish()
 	c.z.putBatch(c.stack)
 	clear(c.stack)
 	c.stack = c.stack[:0]
