@@ -2,6 +2,7 @@ package mpring
 
 import (
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -115,7 +116,7 @@ func TestAtAndSlotOutOfRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range []int{-1, 4, 1 << 40} {
+	for _, i := range []int{-1, 4, math.MaxInt} {
 		if r.At(i) != nil || r.Slot(i) != nil {
 			t.Errorf("At/Slot(%d) not nil", i)
 		}

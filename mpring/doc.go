@@ -16,15 +16,42 @@
 // {pidx_head, pidx_tail, cidx, flags} changed only by compare-and-swap; see
 // the Ring type for which side may make which transition.
 //
+// # A dropping ring, and when not to use it
+//
+// mp_ring drops: an Enqueue that does not fit returns ErrFull (ENOBUFS)
+// and counts the items in Drops; iflib frees the packet. That is right for
+// a NIC queue, where the stack above retransmits. A Go program that must
+// not lose items and retries on ErrFull turns it into something worse: at
+// a fan-in well above GOMAXPROCS the retrying producers take the CPU from
+// the goroutine that is draining, and any producer preempted between its
+// reservation and its publication holds up every producer behind it (see
+// below). Measured with 64 producers on 2 CPUs, Gosched retries ran about
+// 100 times slower than at 2 producers. For a fan-in that must not drop,
+// use bufring.DRBR when the senders should do the work themselves under a
+// lock (it never drops; a full ring blocks the sender until there is room,
+// and Close releases it), or bufring.MPSC when one consumer goroutine
+// should (it blocks producers on a full ring and the consumer on an empty
+// one).
+//
+// There is no consumer-side wait here, by design: mp_ring has no consumer
+// goroutine. The producer that finds the ring IDLE becomes the consumer and
+// runs the drain callback itself; a STALLED or ABDICATED ring is picked up
+// by CheckDrainage from whoever the owner schedules (iflib's TX task).
+// Nothing ever waits for items to arrive. A worker that wants to sleep
+// until work comes belongs on bufring.MPSC (DequeueWait) instead.
+//
+// # Preemption
+//
 // The main hazard is preemption. FreeBSD keeps a producer inside
 // critical_enter() from its reservation until it publishes, because every
 // later producer spins until it has published. A goroutine cannot disable
 // preemption: a producer descheduled between reserving and publishing stalls
 // every producer behind it for as long as the Go scheduler keeps it off a
-// CPU. The waiters here spin a few loads (spinLimit) and then
-// call runtime.Gosched so that the descheduled producer can run even with
-// GOMAXPROCS=1; the cost is that, with more runnable producers than CPUs,
-// publication proceeds at the pace of the scheduler rather than the cache.
+// CPU. The waiters here spin a few loads and then call runtime.Gosched
+// (the spin-then-yield policy of internal/wait, shared with bufring) so
+// that the descheduled producer can run even with GOMAXPROCS=1; the cost is
+// that, with more runnable producers than CPUs, publication proceeds at the
+// pace of the scheduler rather than the cache.
 //
 // Semantics follow freebsd/freebsd-src sys/net/mp_ring.c at commit
 // 14e0010729d0 (64-bit-atomic variant; the MP_RING_NO_64BIT_ATOMICS mutex

@@ -1,23 +1,16 @@
 package mpring
 
-import "runtime"
+import (
+	"runtime"
 
-// spinLimit = 8 loads of the state word before a waiting producer yields.
-// While producers reserve and the consumer publishes, the state word's cache
-// line keeps changing hands, so each load is a miss (~100 ns) and 8 of them
-// cover an earlier producer that is running and only has to copy its items
-// and CAS. Beyond that it is more likely descheduled, and only yielding lets
-// it run; runtime.Gosched with nothing else runnable returns at once, so a
-// short spin costs little when CPUs are plentiful. Measured with
-// examples/seed003ring on 2 CPUs at fan-in 32: 8 gave 3–4× the items/s of
-// 64. FreeBSD spins without bound (cpu_spinwait) because the producer it
-// waits for cannot be preempted.
-const spinLimit = 8
+	"github.com/goiflib/goiflib/internal/wait"
+)
 
-// maxBackoff bounds the yields a producer makes before reserving while
-// others are mid-reservation (see reserve), so that a producer is never
-// held back indefinitely under continuous traffic.
-const maxBackoff = 4
+// The waits below follow internal/wait's policy, shared with bufring:
+// waitTurn spins wait.Spins loads of the state word and then yields on every
+// further load (FreeBSD spins without bound, cpu_spinwait, because the
+// producer it waits for cannot be preempted), and reserve's hold-back
+// yields at most wait.Yields times.
 
 // Enqueue is ifmp_ring_enqueue(r, items, n, budget, abdicate): it adds the
 // items in order, as one contiguous run, or none of them.
@@ -85,7 +78,7 @@ func (r *Ring[T]) reserve(n int) (start, stop int, ok bool) {
 	// runnable senders. Holding back keeps the chain short. It changes no
 	// outcome FreeBSD allows: a producer may always be delayed before its
 	// reservation.
-	for backoff := 0; backoff < maxBackoff && os.pidxHead() != os.pidxTail(); backoff++ {
+	for backoff := 0; backoff < wait.Yields && os.pidxHead() != os.pidxTail(); backoff++ {
 		runtime.Gosched()
 		os = word(r.state.Load())
 	}
@@ -116,11 +109,9 @@ func (r *Ring[T]) reserve(n int) (start, stop int, ok bool) {
 // atomic load, then runtime.Gosched, since the producer being waited for may
 // have been preempted (see the package doc).
 func (r *Ring[T]) waitTurn(start int) {
-	for spins := 0; word(r.state.Load()).pidxTail() != start; spins++ {
-		if spins == spinLimit {
-			runtime.Gosched()
-			spins = 0
-		}
+	var b wait.Backoff
+	for word(r.state.Load()).pidxTail() != start {
+		b.Pause()
 	}
 }
 
@@ -143,7 +134,7 @@ func (r *Ring[T]) publish(stop, n, budget int, abdicate bool) {
 		}
 		os = word(r.state.Load())
 	}
-	r.enqueues.Add(uint64(n))
+	r.enqueues.Add(uint64(n)) // one Add per call, whatever n
 	if !abdicate && os.flags() != Busy {
 		r.drainLockless(ns, os.flags(), budget)
 	}

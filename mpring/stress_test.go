@@ -154,7 +154,7 @@ func TestStressStallingConsumer(t *testing.T) {
 // TestPreemptionGOMAXPROCS1 runs 64 producers on one P, and every third
 // producer yields the P between reserving and publishing, standing in for
 // a preemption inside FreeBSD's critical section. The producers queued
-// behind it must not livelock: they yield after spinLimit loads, so the
+// behind it must not livelock: they yield after wait.Spins loads, so the
 // descheduled one gets to publish.
 func TestPreemptionGOMAXPROCS1(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
