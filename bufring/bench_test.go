@@ -1,20 +1,62 @@
 package bufring
 
 import (
+	"context"
 	"runtime"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/goiflib/goiflib/internal/wait"
 )
 
-// fanIns are the sender counts of seed 003's table.
-var fanIns = []int{1, 2, 4, 8, 16, 32, 64}
+// Benchmarks of the rings against the two queues a Go programmer would
+// otherwise reach for, in one binary so that ratios are measured side by
+// side: a buffered channel and a slice ring behind a sync.Mutex with
+// sync.Cond waits. Every variant blocks the same way a real user would
+// (channel send/receive, Cond.Wait, the rings' Wait forms), so a waiting
+// side costs what it costs in production. Run:
+//
+//	go test -run '^$' -bench 'FanIn|EnqueueDequeue' -count 5 ./bufring/
+//
+// and compare Mitems/s and cpu-ns/item (process user+system CPU time per
+// item, from getrusage) of each variant with chan's in the same round.
 
-// queue is what the fan-in benchmark pushes items through.
-type queue interface {
-	put(v uint64)              // blocks (yields) until v is taken
-	take(dst []uint64) (n int) // takes 0..len(dst) items, never blocks
+// fanIns are the producer counts of the fan-in benchmarks.
+var fanIns = []int{1, 2, 4, 8, 16, 64}
+
+const (
+	benchSize  = 1024 // slots in every queue
+	benchBurst = 32   // items per producer burst (TX_BATCH_SIZE)
+	benchTake  = 64   // most items per consumer burst
+)
+
+// fanQueue is what the fan-in benchmark moves items through: one consumer,
+// many producers, everything blocking.
+type fanQueue interface {
+	put(v uint64)          // blocks until v is in
+	putBurst(vs []uint64)  // blocks until all of vs are in
+	take(dst []uint64) int // blocks until ≥ 1 item, returns how many (single-item queues: 1)
+}
+
+type mpscQ struct {
+	q     *MPSC[uint64]
+	burst bool
+}
+
+func (q mpscQ) put(v uint64) { _ = q.q.EnqueueWait(context.Background(), v) }
+func (q mpscQ) putBurst(vs []uint64) {
+	_, _ = q.q.EnqueueBurstWait(context.Background(), vs)
+}
+func (q mpscQ) take(dst []uint64) int {
+	if q.burst {
+		n, _ := q.q.DequeueBurstWait(context.Background(), dst)
+		return n
+	}
+	v, _ := q.q.DequeueWait(context.Background())
+	dst[0] = v
+	return 1
 }
 
 type ringQ struct {
@@ -22,20 +64,23 @@ type ringQ struct {
 	burst bool
 }
 
-func (q ringQ) put(v uint64) {
-	for q.r.tryEnqueue(v) == false {
-		runtime.Gosched()
+func (q ringQ) put(v uint64) { _ = q.r.EnqueueWait(context.Background(), v) }
+func (q ringQ) putBurst(vs []uint64) {
+	var b wait.Backoff
+	for len(vs) > 0 {
+		n := q.r.EnqueueBurst(vs) // counts drops; the benchmark ignores them
+		vs = vs[n:]
+		if n == 0 {
+			b.Pause()
+		}
 	}
 }
-
 func (q ringQ) take(dst []uint64) int {
 	if q.burst {
-		return q.r.DequeueBurstSC(dst)
+		n, _ := q.r.DequeueBurstSCWait(context.Background(), dst)
+		return n
 	}
-	v, ok := q.r.DequeueSC()
-	if !ok {
-		return 0
-	}
+	v, _ := q.r.DequeueSCWait(context.Background())
 	dst[0] = v
 	return 1
 }
@@ -43,102 +88,237 @@ func (q ringQ) take(dst []uint64) int {
 type chanQ chan uint64
 
 func (q chanQ) put(v uint64) { q <- v }
-func (q chanQ) take(dst []uint64) int {
-	select {
-	case v := <-q:
-		dst[0] = v
-		return 1
-	default:
-		return 0
+func (q chanQ) putBurst(vs []uint64) {
+	for _, v := range vs {
+		q <- v
 	}
 }
+func (q chanQ) take(dst []uint64) int { dst[0] = <-q; return 1 }
 
-// mutexQ is the plain alternative: a slice ring behind a sync.Mutex.
+// mutexQ is the plain alternative: a slice ring behind a sync.Mutex, with
+// a sync.Cond for each side to wait on.
 type mutexQ struct {
-	mu         sync.Mutex
-	buf        []uint64
-	head, tail int // guarded by mu
+	mu           sync.Mutex
+	nonEmpty     sync.Cond
+	nonFull      sync.Cond
+	buf          []uint64 // guarded by mu
+	head, tail   int      // guarded by mu
+	burst        bool
+	waitE, waitF int // waiters, guarded by mu
+}
+
+func newMutexQ(size int, burst bool) *mutexQ {
+	q := &mutexQ{buf: make([]uint64, size), burst: burst}
+	q.nonEmpty.L, q.nonFull.L = &q.mu, &q.mu
+	return q
 }
 
 func (q *mutexQ) put(v uint64) {
-	for {
-		q.mu.Lock()
-		if q.tail-q.head < len(q.buf) {
-			q.buf[q.tail%len(q.buf)] = v
-			q.tail++
-			q.mu.Unlock()
-			return
-		}
-		q.mu.Unlock()
-		runtime.Gosched()
+	q.mu.Lock()
+	for q.tail-q.head == len(q.buf) {
+		q.waitF++
+		q.nonFull.Wait()
+		q.waitF--
 	}
+	q.buf[q.tail%len(q.buf)] = v
+	q.tail++
+	if q.waitE > 0 {
+		q.nonEmpty.Signal()
+	}
+	q.mu.Unlock()
+}
+
+func (q *mutexQ) putBurst(vs []uint64) {
+	q.mu.Lock()
+	for len(vs) > 0 {
+		for q.tail-q.head == len(q.buf) {
+			q.waitF++
+			q.nonFull.Wait()
+			q.waitF--
+		}
+		for len(vs) > 0 && q.tail-q.head < len(q.buf) {
+			q.buf[q.tail%len(q.buf)] = vs[0]
+			q.tail++
+			vs = vs[1:]
+		}
+		if q.waitE > 0 {
+			q.nonEmpty.Signal()
+		}
+	}
+	q.mu.Unlock()
 }
 
 func (q *mutexQ) take(dst []uint64) int {
 	q.mu.Lock()
-	n := 0
-	if q.head < q.tail {
-		dst[0] = q.buf[q.head%len(q.buf)]
+	for q.head == q.tail {
+		q.waitE++
+		q.nonEmpty.Wait()
+		q.waitE--
+	}
+	n := 1
+	if q.burst {
+		n = min(len(dst), q.tail-q.head)
+	}
+	for i := range n {
+		dst[i] = q.buf[q.head%len(q.buf)]
 		q.head++
-		n = 1
+	}
+	if q.waitF > 0 {
+		q.nonFull.Broadcast()
 	}
 	q.mu.Unlock()
 	return n
 }
 
 // runFanIn moves b.N items from producers goroutines through q to one
-// consumer (the benchmark goroutine) and reports items/s.
-func runFanIn(b *testing.B, producers int, q queue) {
+// consumer (the benchmark goroutine), checks that each producer's items
+// arrived exactly once and in order, and reports Mitems/s and cpu-ns/item.
+// burst > 1 makes producers hand over burst items per call.
+func runFanIn(b *testing.B, producers, burst int, q fanQueue) {
 	b.ReportAllocs()
 	per := b.N / producers
 	total := per * producers
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				q.put(item(p, i))
-			}
-		}()
+	if total == 0 {
+		return // b.N below the producer count (the framework's first probe)
 	}
-	var buf [64]uint64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for p := range producers {
+		wg.Go(func() {
+			buf := make([]uint64, burst)
+			<-start
+			for i := 0; i < per; {
+				if burst == 1 {
+					q.put(item(p, i))
+					i++
+					continue
+				}
+				k := min(burst, per-i)
+				for j := range k {
+					buf[j] = item(p, i+j)
+				}
+				q.putBurst(buf[:k])
+				i += k
+			}
+		})
+	}
+	next := make([]uint32, producers)
+	var buf [benchTake]uint64
+	runtime.GC()
+	b.ResetTimer()
+	c0, t0 := cpuTime(), time.Now()
+	close(start)
 	for got := 0; got < total; {
 		n := q.take(buf[:])
-		if n == 0 {
-			runtime.Gosched()
+		for _, v := range buf[:n] {
+			p, seq := v>>32, uint32(v)
+			if seq != next[p] {
+				b.Fatalf("producer %d: got seq %d, want %d", p, seq, next[p])
+			}
+			next[p]++
 		}
 		got += n
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(t0), cpuTime()-c0
 	b.StopTimer()
-	if total > 0 {
-		b.ReportMetric(float64(total)/el.Seconds()/1e6, "Mitems/s")
+	b.ReportMetric(float64(total)/el.Seconds()/1e6, "Mitems/s")
+	b.ReportMetric(float64(cpu)/float64(total), "cpu-ns/item")
+}
+
+// BenchmarkFanIn: P producers into one consumer, single items (put/take
+// one at a time) and bursts (producers hand over benchBurst items per
+// call, the consumer takes up to benchTake), through MPSC, the faithful
+// Ring, a buffered channel and a mutex queue, all of benchSize slots.
+func BenchmarkFanIn(b *testing.B) {
+	for _, p := range fanIns {
+		b.Run("P="+strconv.Itoa(p), func(b *testing.B) {
+			b.Run("mpsc", func(b *testing.B) {
+				q, _ := NewMPSC[uint64](benchSize)
+				runFanIn(b, p, 1, mpscQ{q: q})
+			})
+			b.Run("ring", func(b *testing.B) {
+				r, _ := New[uint64](benchSize)
+				runFanIn(b, p, 1, ringQ{r: r})
+			})
+			b.Run("chan", func(b *testing.B) { runFanIn(b, p, 1, make(chanQ, benchSize)) })
+			b.Run("mutex", func(b *testing.B) { runFanIn(b, p, 1, newMutexQ(benchSize, false)) })
+			b.Run("mpsc-burst", func(b *testing.B) {
+				q, _ := NewMPSC[uint64](benchSize)
+				runFanIn(b, p, benchBurst, mpscQ{q: q, burst: true})
+			})
+			b.Run("ring-burst", func(b *testing.B) {
+				r, _ := New[uint64](benchSize)
+				runFanIn(b, p, benchBurst, ringQ{r: r, burst: true})
+			})
+			b.Run("mutex-burst", func(b *testing.B) { runFanIn(b, p, benchBurst, newMutexQ(benchSize, true)) })
+		})
 	}
 }
 
-// BenchmarkFanIn: P producers into one consumer through Ring (single-item
-// DequeueSC and DequeueBurstSC), a buffered channel and a mutex-protected
-// slice queue, all of 1024 slots.
-func BenchmarkFanIn(b *testing.B) {
-	const size = 1024
-	for _, p := range fanIns {
-		b.Run("P="+strconv.Itoa(p), func(b *testing.B) {
-			b.Run("ring", func(b *testing.B) {
-				r, _ := New[uint64](size)
-				runFanIn(b, p, ringQ{r: r})
-			})
-			b.Run("ringburst", func(b *testing.B) {
-				r, _ := New[uint64](size)
-				runFanIn(b, p, ringQ{r: r, burst: true})
-			})
-			b.Run("chan", func(b *testing.B) { runFanIn(b, p, make(chanQ, size)) })
-			b.Run("mutex", func(b *testing.B) { runFanIn(b, p, &mutexQ{buf: make([]uint64, size)}) })
-		})
-	}
+// BenchmarkEnqueueDequeue: one goroutine, enqueue one then dequeue one
+// (ns/op is the pair), and the burst forms moving 32 items per call
+// (ns/op per item).
+func BenchmarkEnqueueDequeue(b *testing.B) {
+	b.Run("mpsc", func(b *testing.B) {
+		q, _ := NewMPSC[uint64](benchSize)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_ = q.Enqueue(uint64(i))
+			q.Dequeue()
+		}
+	})
+	b.Run("ring-sc", func(b *testing.B) {
+		r, _ := New[uint64](benchSize)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_ = r.Enqueue(uint64(i))
+			r.DequeueSC()
+		}
+	})
+	b.Run("ring-mc", func(b *testing.B) {
+		r, _ := New[uint64](benchSize)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_ = r.Enqueue(uint64(i))
+			r.DequeueMC()
+		}
+	})
+	b.Run("chan", func(b *testing.B) {
+		c := make(chan uint64, benchSize)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			c <- uint64(i)
+			<-c
+		}
+	})
+	b.Run("mutex", func(b *testing.B) {
+		q := newMutexQ(benchSize, false)
+		var dst [1]uint64
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			q.put(uint64(i))
+			q.take(dst[:])
+		}
+	})
+	b.Run("mpsc-burst32", func(b *testing.B) {
+		q, _ := NewMPSC[uint64](benchSize)
+		var in, out [benchBurst]uint64
+		b.ReportAllocs()
+		for i := 0; i < b.N; i += benchBurst {
+			_, _ = q.EnqueueBurst(in[:])
+			q.DequeueBurst(out[:])
+		}
+	})
+	b.Run("ring-burst32", func(b *testing.B) {
+		r, _ := New[uint64](benchSize)
+		var in, out [benchBurst]uint64
+		b.ReportAllocs()
+		for i := 0; i < b.N; i += benchBurst {
+			r.EnqueueBurst(in[:])
+			r.DequeueBurstSC(out[:])
+		}
+	})
 }
 
 // encapWork stands in for iflib_encap: a fixed amount of dependent integer
@@ -153,47 +333,47 @@ func encapWork(v uint64) uint64 {
 }
 
 // BenchmarkDRBRTransmit: P senders, one queue, xmit doing encapWork under
-// the lock. "drbr" is DRBR with MaxProducers 1 (the seed-003 default),
+// the lock. "drbr" is DRBR with MaxProducers 1 (the default),
 // "drbr-unlimited" defers without a producer limit, "mutex" is simple_tx:
-// take the mutex, encap, unlock (DRBR with MaxProducers 0 behaves the same).
+// take the mutex, encap, unlock (DRBR with MaxProducers −1 behaves the
+// same). The end-to-end comparison with mp_ring is examples/seed003ring.
 func BenchmarkDRBRTransmit(b *testing.B) {
 	for _, p := range fanIns {
 		b.Run("P="+strconv.Itoa(p), func(b *testing.B) {
 			for _, mode := range []struct {
 				name string
 				maxP int
-			}{{"drbr", DefaultMaxProducers}, {"drbr-unlimited", 1 << 20}, {"mutex", -1}} {
+			}{{"drbr", DefaultMaxProducers}, {"drbr-unlimited", 1 << 20}, {"mutex", 0}} {
 				b.Run(mode.name, func(b *testing.B) {
 					var sink uint64 // written only under the queue lock
-					xmit := func(v uint64) bool { sink += encapWork(v); return true }
-					send := func(v uint64) {}
+					xmit := func(v *uint64) bool { sink += encapWork(*v); return true }
+					var send func(v uint64)
 					var d *DRBR[uint64]
-					if mode.maxP >= 0 {
-						d, _ = NewDRBR(2048, mode.maxP, xmit)
+					if mode.maxP != 0 {
+						d, _ = NewDRBRWith(DRBRConfig[uint64]{MaxProducers: mode.maxP, Xmit: xmit})
 						send = func(v uint64) { _ = d.Transmit(v) }
 					} else {
 						var mu sync.Mutex
-						send = func(v uint64) { mu.Lock(); xmit(v); mu.Unlock() }
+						send = func(v uint64) { mu.Lock(); xmit(&v); mu.Unlock() }
 					}
 					b.ReportAllocs()
 					per := b.N / p
 					var wg sync.WaitGroup
 					b.ResetTimer()
-					start := time.Now()
-					for s := 0; s < p; s++ {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							for i := 0; i < per; i++ {
+					c0, t0 := cpuTime(), time.Now()
+					for s := range p {
+						wg.Go(func() {
+							for i := range per {
 								send(item(s, i))
 							}
-						}()
+						})
 					}
 					wg.Wait()
-					el := time.Since(start)
+					el, cpu := time.Since(t0), cpuTime()-c0
 					b.StopTimer()
 					if per*p > 0 {
 						b.ReportMetric(float64(per*p)/el.Seconds()/1e6, "Mitems/s")
+						b.ReportMetric(float64(cpu)/float64(per*p), "cpu-ns/item")
 					}
 					if d != nil && per*p > 0 {
 						b.ReportMetric(float64(d.Stats().Deferred)/float64(per*p), "deferred/op")
@@ -205,40 +385,38 @@ func BenchmarkDRBRTransmit(b *testing.B) {
 	}
 }
 
-// BenchmarkEnqueueDequeue: one goroutine, Enqueue then DequeueSC (ns/op is
-// the pair), and the burst forms moving 32 items per call (ns/op per item).
-func BenchmarkEnqueueDequeue(b *testing.B) {
-	b.Run("single", func(b *testing.B) {
-		r, _ := New[uint64](1024)
+// BenchmarkDRBRUncontended: one sender, so every Transmit finds the lock
+// free and sends directly; xmit does nothing. ns/op is DRBR's own cost per
+// packet on its fast path, beside simple_tx's (a mutex around the same
+// xmit and doorbell).
+func BenchmarkDRBRUncontended(b *testing.B) {
+	var sent, bells uint64
+	xmit := func(v *uint64) bool { sent += *v; return true }
+	bell := func() { bells++ }
+	b.Run("drbr", func(b *testing.B) {
+		d, _ := NewDRBRWith(DRBRConfig[uint64]{Xmit: xmit, Doorbell: bell})
 		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			_ = r.Enqueue(uint64(i))
-			r.DequeueSC()
+		for i := 0; b.Loop(); i++ {
+			_ = d.Transmit(uint64(i))
 		}
 	})
-	b.Run("single-mc", func(b *testing.B) {
-		r, _ := New[uint64](1024)
+	b.Run("drbr-burst32", func(b *testing.B) {
+		d, _ := NewDRBRWith(DRBRConfig[uint64]{Xmit: xmit, Doorbell: bell})
+		var vs [benchBurst]uint64
 		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			_ = r.Enqueue(uint64(i))
-			r.DequeueMC()
+		for i := 0; i < b.N; i += benchBurst {
+			_, _ = d.TransmitBurst(vs[:])
 		}
 	})
-	b.Run("burst32", func(b *testing.B) {
-		r, _ := New[uint64](1024)
-		var in, out [32]uint64
+	b.Run("mutex", func(b *testing.B) {
+		var mu sync.Mutex
 		b.ReportAllocs()
-		for i := 0; i < b.N; i += 32 {
-			r.EnqueueBurst(in[:])
-			r.DequeueBurstSC(out[:])
-		}
-	})
-	b.Run("chan", func(b *testing.B) {
-		c := make(chan uint64, 1024)
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			c <- uint64(i)
-			<-c
+		for i := 0; b.Loop(); i++ {
+			v := uint64(i)
+			mu.Lock()
+			xmit(&v)
+			bell()
+			mu.Unlock()
 		}
 	})
 }

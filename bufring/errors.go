@@ -20,9 +20,30 @@ var (
 	ErrInvalid = errors.New("bufring: invalid argument")
 
 	// ErrUninitialized is returned by DRBR methods called on a nil or zero
-	// DRBR (one not made by NewDRBR).
-	ErrUninitialized = errors.New("bufring: DRBR not created by NewDRBR")
+	// DRBR (one not made by NewDRBRWith).
+	ErrUninitialized = errors.New("bufring: DRBR not created by NewDRBRWith")
+
+	// ErrClosed is returned by the waiting forms of Ring and MPSC after
+	// Close, by MPSC's enqueues after Close, and (as itself or inside a
+	// *ClosedError) by DRBR after Close. The items of the failed call
+	// still belong to the caller.
+	ErrClosed = errors.New("bufring: closed")
 )
+
+// ClosedError is what DRBR returns after Close(cause) with a non-nil
+// cause: errors.Is matches both ErrClosed and the cause, so a caller can
+// test for either (iflib passes its ENETDOWN error).
+type ClosedError struct {
+	Cause error // the error given to Close
+}
+
+func (e *ClosedError) Error() string { return "bufring: closed: " + e.Cause.Error() }
+
+// Is reports whether target is ErrClosed.
+func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
+
+// Unwrap returns the cause given to Close.
+func (e *ClosedError) Unwrap() error { return e.Cause }
 
 // ArgError reports a bad argument to a constructor or to Drain. It matches
 // ErrInvalid with errors.Is and can be extracted with errors.As.

@@ -99,3 +99,105 @@ func FuzzRing(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMPSC drives one MPSC from a byte string of operations and checks
+// every answer against a model that includes the consumer's lazy release:
+// FIFO order, Len, exact full (the slots read but not yet released count
+// as used until a batch completes, the ring is found empty, or a burst
+// comes up short), peek/putback/advance.
+func FuzzMPSC(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 1, 1, 1, 1, 1})
+	f.Add([]byte{3 | 7<<3, 3 | 7<<3, 3 | 7<<3, 3 | 7<<3, 3 | 7<<3, 4 | 3<<3, 0, 1, 1, 1, 2})
+	f.Add([]byte{3 | 5<<3, 6 | 2<<3, 7, 4 | 7<<3, 1, 0, 5})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const size = 32
+		q, err := NewMPSC[int](size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := int(q.batch)
+		var model []int
+		unreleased := 0
+		read := func(n int, short bool) {
+			unreleased += n
+			if short || unreleased >= batch {
+				unreleased = 0
+			}
+		}
+		next := 0
+		buf := make([]int, 8)
+		for _, op := range ops {
+			k := int(op>>3)%8 + 1 // burst length 1..8
+			switch op % 8 {
+			case 0: // Enqueue
+				next++
+				err := q.Enqueue(next)
+				if len(model)+unreleased < size {
+					if err != nil {
+						t.Fatalf("Enqueue with %d used: %v", len(model)+unreleased, err)
+					}
+					model = append(model, next)
+				} else if err != ErrFull {
+					t.Fatalf("Enqueue on a full ring: %v", err)
+				}
+			case 1: // Dequeue
+				v, ok := q.Dequeue()
+				if ok != (len(model) > 0) || ok && v != model[0] {
+					t.Fatalf("Dequeue = %d, %v; model %v", v, ok, model)
+				}
+				if ok {
+					model = model[1:]
+					read(1, false)
+				} else {
+					read(0, true)
+				}
+			case 2: // Advance
+				q.Advance()
+				if len(model) > 0 {
+					model = model[1:]
+					read(1, false)
+				} else {
+					read(0, true)
+				}
+			case 3: // EnqueueBurst of k
+				vs := make([]int, k)
+				for i := range vs {
+					next++
+					vs[i] = next
+				}
+				fit := min(k, size-len(model)-unreleased)
+				n, err := q.EnqueueBurst(vs)
+				if n != fit || (err == nil) != (fit == k) {
+					t.Fatalf("EnqueueBurst(%d) = %d, %v; want %d", k, n, err, fit)
+				}
+				model = append(model, vs[:fit]...)
+			case 4, 5: // DequeueBurst into k
+				n := q.DequeueBurst(buf[:k])
+				want := min(k, len(model))
+				if n != want || !equal(buf[:n], model[:n]) {
+					t.Fatalf("DequeueBurst(%d) = %v; model %v", k, buf[:n], model)
+				}
+				model = model[n:]
+				read(n, n < k)
+			case 6: // Peek + Putback
+				v, ok := q.Peek()
+				if ok != (len(model) > 0) || ok && v != model[0] {
+					t.Fatalf("Peek = %d, %v; model %v", v, ok, model)
+				}
+				err := q.Putback(-k)
+				if ok != (err == nil) {
+					t.Fatalf("Putback = %v with %d items", err, len(model))
+				}
+				if ok {
+					model[0] = -k
+				} else {
+					read(0, true)
+				}
+			case 7: // Len
+			}
+			if q.Len() != len(model)+unreleased {
+				t.Fatalf("Len %d; model %d items + %d unreleased", q.Len(), len(model), unreleased)
+			}
+		}
+	})
+}

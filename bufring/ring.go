@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/goiflib/goiflib/internal/wait"
 )
 
 // Ring is FreeBSD's struct buf_ring (sys/sys/buf_ring.h, 2024 revision): a
@@ -30,8 +32,18 @@ import (
 // from any number of goroutines. DequeueSC, DequeueBurstSC, Peek, Putback,
 // TryPutback and Advance are single-consumer: the caller must exclude every
 // other consumer (FreeBSD: the driver's TX lock), though producers may run
-// concurrently with them. Count, Full and Empty are advisory snapshots, as
-// in FreeBSD.
+// concurrently with them. Mixing single- and multi-consumer operations on
+// one ring is allowed as long as they never overlap in time. Count, Full
+// and Empty are advisory snapshots, as in FreeBSD.
+//
+// The waiting forms (EnqueueWait, DequeueSCWait, DequeueMCWait,
+// DequeueBurstSCWait) are not in FreeBSD: they spin, yield and then park
+// (internal/wait's policy), and the other side wakes them at its next
+// publication or release, which costs it one atomic load when nobody
+// waits. Close wakes every waiter with ErrClosed. The plain operations are
+// unaffected by Close (a buf_ring cannot be closed); for a fan-in whose
+// shutdown must account for every item use MPSC, whose Close is ordered
+// with every reservation.
 //
 // Go's sync/atomic operations are sequentially consistent, so every Load
 // below is at least the acquire and every Store at least the release that
@@ -78,19 +90,38 @@ type Ring[T any] struct {
 	// replaces atomic_store_rel_32); producers Load it (atomic_load_acq_32
 	// in the full check), which orders the slot clearing before reuse.
 	consTail atomic.Uint32
-	// consProdTail is the consumers' cached copy of prodTail, the mirror
-	// of prodConsTail: trusted while it shows items, refreshed from
-	// prodTail only when it shows the ring empty.
+	// consProdTail is the multi-consumer operations' cached copy of
+	// prodTail, the mirror of prodConsTail: trusted while it shows items,
+	// refreshed from prodTail only when it shows the ring empty. Any
+	// multi-consumer may Store it.
 	consProdTail atomic.Uint32
 
-	_ cpu.CacheLinePad // keeps the consumer line off whatever follows
+	_ cpu.CacheLinePad // keeps the single consumer's private field off the shared consumer line
+
+	// scProdTail is the single consumer's cached copy of prodTail (not in
+	// FreeBSD): a plain field, because only the single consumer (the
+	// holder of the driver's TX lock) reads or writes it. Like
+	// consProdTail it only ever holds an older prodTail, so it can
+	// under-report items but never over-report them (short of 2^32 items
+	// taken by multi-consumer operations with no single-consumer one in
+	// between, the same epoch limit as the CAS on br_prod_head).
+	scProdTail uint32
+
+	_ cpu.CacheLinePad // the waiters below are written only when someone parks
+
+	closed atomic.Bool // set by Close; read by the waiting forms
+	items  wait.Queue  // consumers parked in a Dequeue*Wait, woken after a publication
+	_      cpu.CacheLinePad
+	space  wait.Queue // producers parked in EnqueueWait, woken after a release
+
+	_ cpu.CacheLinePad // keeps the ring's state off whatever follows
 }
 
 // New returns an empty ring of size slots (buf_ring_alloc): size must be a
 // power of two ≥ 2 and at most 2^31, and the ring holds at most size−1
 // items. Other sizes return an *ArgError matching ErrInvalid.
 func New[T any](size int) (*Ring[T], error) {
-	if size < 2 || size > 1<<31 || size&(size-1) != 0 {
+	if size < 2 || uint64(size) > 1<<31 || size&(size-1) != 0 {
 		return nil, &ArgError{Func: "New", Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
 	}
 	return &Ring[T]{slots: make([]T, size), mask: uint32(size - 1)}, nil

@@ -1,10 +1,12 @@
 package bufring
 
-// available returns how many published items lie at and after head, from
-// the consumers' cached prodTail when it shows at least want, else from
-// prodTail itself. For a multi-consumer caller whose head is stale the count can
+import "github.com/goiflib/goiflib/internal/wait"
+
+// availableMC returns how many published items lie at and after head, from
+// the multi-consumers' cached prodTail when it shows at least want, else
+// from prodTail itself. For a caller whose head is stale the count can
 // exceed the capacity; its CAS then fails and it retries.
-func (r *Ring[T]) available(head, want uint32) uint32 {
+func (r *Ring[T]) availableMC(head, want uint32) uint32 {
 	cached := r.consProdTail.Load()
 	if n := cached - head; n >= want && n <= r.mask {
 		return n
@@ -16,12 +18,47 @@ func (r *Ring[T]) available(head, want uint32) uint32 {
 	return pt - head
 }
 
+// availableSC is availableMC for the single consumer, whose cache is a
+// plain field.
+//
+// Preconditions: no other consumer runs concurrently.
+func (r *Ring[T]) availableSC(head, want uint32) uint32 {
+	if n := r.scProdTail - head; n >= want && n <= r.mask {
+		return n
+	}
+	pt := r.prodTail.Load() // atomic_load_acq_32(&br->br_prod_tail)
+	r.scProdTail = pt
+	return pt - head
+}
+
 // release hands slots [head, head+n) back to producers after earlier
 // multi-consumer reservations did (the br_cons_tail spin and
 // atomic_store_rel_32 of buf_ring_dequeue_mc).
 func (r *Ring[T]) release(head, n uint32) {
-	waitFor(&r.consTail, head)
+	var b wait.Backoff
+	for r.consTail.Load() != head {
+		b.Pause()
+	}
 	r.consTail.Store(head + n)
+	r.wakeSpace(n)
+}
+
+// releaseSC is release for the single consumer, which has no earlier
+// reservation to wait for: it moves consHead and consTail past n slots.
+//
+// Preconditions: no other consumer runs concurrently.
+func (r *Ring[T]) releaseSC(head, n uint32) {
+	r.consHead.Store(head + n)
+	r.consTail.Store(head + n) // atomic_store_rel_32(&br->br_cons_tail)
+	r.wakeSpace(n)
+}
+
+// wakeSpace wakes up to n producers parked in EnqueueWait. It is one atomic
+// load when nobody waits.
+func (r *Ring[T]) wakeSpace(n uint32) {
+	if r.space.Waiting() {
+		r.space.Wake(int(n))
+	}
 }
 
 // take copies slots [head, head+n) into dst and clears them.
@@ -41,7 +78,7 @@ func (r *Ring[T]) DequeueMC() (v T, ok bool) {
 	var head uint32
 	for {
 		head = r.consHead.Load()
-		if r.available(head, 1) == 0 {
+		if r.availableMC(head, 1) == 0 {
 			return v, false
 		}
 		if r.consHead.CompareAndSwap(head, head+1) {
@@ -50,7 +87,8 @@ func (r *Ring[T]) DequeueMC() (v T, ok bool) {
 	}
 	i := head & r.mask
 	v = r.slots[i]
-	clear(r.slots[i : i+1])
+	var zero T
+	r.slots[i] = zero
 	r.release(head, 1)
 	return v, true
 }
@@ -61,14 +99,14 @@ func (r *Ring[T]) DequeueMC() (v T, ok bool) {
 // Preconditions: no other consumer runs concurrently.
 func (r *Ring[T]) DequeueSC() (v T, ok bool) {
 	head := r.consHead.Load()
-	if r.available(head, 1) == 0 {
+	if r.availableSC(head, 1) == 0 {
 		return v, false
 	}
 	i := head & r.mask
 	v = r.slots[i]
-	clear(r.slots[i : i+1])
-	r.consHead.Store(head + 1)
-	r.consTail.Store(head + 1) // atomic_store_rel_32(&br->br_cons_tail)
+	var zero T
+	r.slots[i] = zero
+	r.releaseSC(head, 1)
 	return v, true
 }
 
@@ -82,7 +120,7 @@ func (r *Ring[T]) DequeueBurstMC(dst []T) int {
 	var head, n uint32
 	for {
 		head = r.consHead.Load()
-		n = min(r.available(head, want), want)
+		n = min(r.availableMC(head, want), want)
 		if n == 0 {
 			return 0
 		}
@@ -105,13 +143,12 @@ func (r *Ring[T]) DequeueBurstSC(dst []T) int {
 	}
 	want := uint32(min(len(dst), int(r.mask)))
 	head := r.consHead.Load()
-	n := min(r.available(head, want), want)
+	n := min(r.availableSC(head, want), want)
 	if n == 0 {
 		return 0
 	}
 	r.take(dst, head, n)
-	r.consHead.Store(head + n)
-	r.consTail.Store(head + n)
+	r.releaseSC(head, n)
 	return int(n)
 }
 
@@ -122,7 +159,7 @@ func (r *Ring[T]) DequeueBurstSC(dst []T) int {
 // protected by a lock", buf_ring.h).
 func (r *Ring[T]) Peek() (v T, ok bool) {
 	head := r.consHead.Load()
-	if r.available(head, 1) == 0 {
+	if r.availableSC(head, 1) == 0 {
 		return v, false
 	}
 	return r.slots[head&r.mask], true
@@ -142,7 +179,7 @@ func (r *Ring[T]) Putback(v T) { _ = r.TryPutback(v) }
 // Preconditions: no other consumer runs concurrently.
 func (r *Ring[T]) TryPutback(v T) error {
 	head := r.consHead.Load()
-	if r.available(head, 1) == 0 {
+	if r.availableSC(head, 1) == 0 {
 		return ErrEmpty
 	}
 	r.slots[head&r.mask] = v
@@ -155,11 +192,10 @@ func (r *Ring[T]) TryPutback(v T) error {
 // Preconditions: no other consumer runs concurrently.
 func (r *Ring[T]) Advance() {
 	head := r.consHead.Load()
-	if r.available(head, 1) == 0 {
+	if r.availableSC(head, 1) == 0 {
 		return
 	}
-	i := head & r.mask
-	clear(r.slots[i : i+1])
-	r.consHead.Store(head + 1)
-	r.consTail.Store(head + 1)
+	var zero T
+	r.slots[head&r.mask] = zero
+	r.releaseSC(head, 1)
 }

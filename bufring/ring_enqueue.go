@@ -1,13 +1,13 @@
 package bufring
 
-import "runtime"
+import "github.com/goiflib/goiflib/internal/wait"
 
 // reserve claims up to n slots for a producer by advancing prodHead. It
 // returns the first reserved index and how many it took (0 when the ring is
 // full). It is the reservation loop of buf_ring_enqueue, widened to n.
 //
-// Go-specific: before reserving, a producer waits (spinLimit loads, then
-// yielding) until no reservation is outstanding (prodTail == prodHead). In
+// Go-specific: before reserving, a producer waits (internal/wait's spin,
+// then yielding) until no reservation is outstanding (prodTail == prodHead). In
 // FreeBSD any number of producers may sit between reservation and
 // publication, each spinning on br_prod_tail, which is cheap because none of
 // them can be preempted. Here each of them can, and a chain of k outstanding
@@ -16,12 +16,11 @@ import "runtime"
 // the CAS keeps the chain short. The slot store inside the window is a
 // single copy, so little overlap is lost.
 func (r *Ring[T]) reserve(n uint32) (head, took uint32) {
-	for spins := 0; ; spins++ {
+	var b wait.Backoff
+	for {
 		head = r.prodHead.Load()
 		if head != r.prodTail.Load() {
-			if spins >= spinLimit {
-				runtime.Gosched()
-			}
+			b.Pause()
 			continue
 		}
 		ct := r.prodConsTail.Load()
@@ -56,11 +55,18 @@ func (r *Ring[T]) reserve(n uint32) (head, took uint32) {
 
 // publish makes the reserved slots [head, head+n) visible to consumers once
 // every earlier reservation is visible (the br_prod_tail spin and
-// atomic_store_rel_32 of buf_ring_enqueue). See spinLimit for the cost when
-// an earlier producer was preempted.
+// atomic_store_rel_32 of buf_ring_enqueue), then wakes up to n consumers
+// parked in a Dequeue*Wait. If an earlier producer was preempted, this waits
+// for the scheduler to run it (internal/wait: spin, then yield).
 func (r *Ring[T]) publish(head, n uint32) {
-	waitFor(&r.prodTail, head)
+	var b wait.Backoff
+	for r.prodTail.Load() != head {
+		b.Pause()
+	}
 	r.prodTail.Store(head + n)
+	if r.items.Waiting() {
+		r.items.Wake(int(n))
+	}
 }
 
 // Enqueue adds v at the tail (buf_ring_enqueue). Any number of goroutines may
@@ -75,7 +81,7 @@ func (r *Ring[T]) Enqueue(v T) error {
 }
 
 // tryEnqueue is Enqueue without the drop count, for callers that wait
-// instead of dropping (the drbr_enqueue_nodrop of seed 003).
+// instead of dropping.
 func (r *Ring[T]) tryEnqueue(v T) bool {
 	head, took := r.reserve(1)
 	if took == 0 {

@@ -17,6 +17,7 @@ func newRingAt[T any](t testing.TB, size int, start uint32) *Ring[T] {
 	for _, idx := range []interface{ Store(uint32) }{&r.prodHead, &r.prodTail, &r.prodConsTail, &r.consHead, &r.consTail, &r.consProdTail} {
 		idx.Store(start)
 	}
+	r.scProdTail = start
 	return r
 }
 
@@ -111,7 +112,7 @@ func TestBufRingCases(t *testing.T) {
 }
 
 func TestNewBadSize(t *testing.T) {
-	for _, size := range []int{0, 1, 3, 6, -1, -4, 1 << 32} {
+	for _, size := range []int{0, 1, 3, 6, -1, -4, math.MaxInt} {
 		r, err := New[int](size)
 		if r != nil || !errors.Is(err, ErrInvalid) {
 			t.Errorf("New(%d) = %v, %v; want nil, ErrInvalid", size, r, err)

@@ -1,0 +1,167 @@
+package bufring
+
+import (
+	"context"
+
+	"github.com/goiflib/goiflib/internal/wait"
+)
+
+// Transmit hands v to d. A nil error means d owns v: it was sent now or is
+// deferred, never dropped. After Close it returns the close error (matching
+// ErrClosed, and Close's cause) and v still belongs to the caller, to free
+// and count; so does a sender blocked for ring space or for the lock when
+// Close comes. It returns ErrUninitialized for a nil or zero DRBR.
+//
+// It is TransmitBurst of one item.
+func (d *DRBR[T]) Transmit(v T) error {
+	vs := [1]T{v}
+	_, err := d.TransmitBurst(vs[:])
+	return err
+}
+
+// TransmitBurst hands vs to d in order, with one decision for the whole
+// burst: a sender that finds the lock free sends them all under it (after
+// what was deferred before them), and a deferring sender puts them in the
+// ring with as few reservations as the free space allows. It returns how
+// many d took: len(vs) with a nil error, or n < len(vs) with the close
+// error, in which case vs[n:] still belong to the caller. Items of one
+// burst keep their order; another sender's items may go out between them.
+//
+// Xmit may have replaced an item (DRBRConfig.Xmit); the replacement is what
+// d keeps. vs itself is not retained.
+func (d *DRBR[T]) TransmitBurst(vs []T) (int, error) {
+	if !d.ok() {
+		return 0, ErrUninitialized
+	}
+	if len(vs) == 0 {
+		return 0, nil
+	}
+	for {
+		s := d.state.Load()
+		switch {
+		case s&stClosed != 0:
+			d.returned.Add(uint64(len(vs)))
+			return 0, d.closeErr()
+		case s&(stLocked|stStalled) == 0:
+			// The lock is free: send directly, no enqueue-then-kick.
+			if d.state.CompareAndSwap(s, s|stLocked) {
+				return d.sendLocked(vs)
+			}
+		case s&stStalled != 0 || d.unlimited:
+			// Stalled: defer without calling xmit (nobody may until a
+			// restart), whatever the producer count.
+			return d.deferItems(vs, false)
+		case s>>stProducerShift < d.limit:
+			if d.state.CompareAndSwap(s, s+stOneProducer) {
+				return d.deferItems(vs, true)
+			}
+		default:
+			// Producer limit reached (or no deferral): block on the
+			// lock, as simple_tx senders do on ift_mtx.
+			d.lockWaits.Add(1)
+			if err := d.lock(true); err != nil {
+				d.returned.Add(uint64(len(vs)))
+				return 0, err
+			}
+			return d.sendLocked(vs)
+		}
+	}
+}
+
+// sendLocked sends vs after everything deferred before them and releases
+// the lock. A refusal leaves the refused item in the stash (the head) and
+// the rest go into the ring behind it, as they do when the ring could not
+// be emptied first; if the ring has no room for them the
+// sender releases the lock first and then waits for space like a deferring
+// sender, because Restart (which makes room) only try-locks.
+//
+// Preconditions: stLocked held; released on return.
+func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
+	// drbr_needs_enqueue: bypass the ring only when it is empty. First
+	// send what is deferred (unless the queue is stalled). A slot reserved
+	// by another sender and not yet published hides the items behind it,
+	// which may include this sender's own earlier ones; then this sender's
+	// items queue behind, and the other sender's announcement drains them
+	// all.
+	queue := false
+	if d.hasStash || !d.ring.unreserved() || d.state.Load()&stStalled != 0 {
+		_, stalled := d.drainLocked(-1)
+		queue = stalled || !d.ring.unreserved()
+	}
+	i := 0
+	for !queue && i < len(vs) {
+		if d.state.Load()&stClosed != 0 {
+			break
+		}
+		d.cur = vs[i]
+		if d.xmit(&d.cur) {
+			d.h.direct++
+			d.unrung++
+			i++
+			continue
+		}
+		d.h.refused++
+		if d.retryAfterRefusal() {
+			vs[i] = d.cur
+			continue
+		}
+		// drainLocked emptied the stash (or it would have stalled).
+		d.stash, d.hasStash = d.cur, true
+		d.stashed.Store(true)
+		d.h.stashed++
+		i++
+		queue = true
+	}
+	var zero T
+	d.cur = zero
+	closed := d.state.Load()&stClosed != 0
+	if i < len(vs) && !closed {
+		n, _ := d.ring.EnqueueBurst(vs[i:])
+		i += n
+	}
+	d.unlock(-1)
+	switch {
+	case i == len(vs):
+		return i, nil
+	case closed:
+		d.returned.Add(uint64(len(vs) - i))
+		return i, d.closeErr()
+	}
+	n, err := d.deferItems(vs[i:], false)
+	return i + n, err
+}
+
+// deferItems puts vs in the ring, waiting for space as needed, and
+// announces each run it published (announce). admitted says the caller
+// holds a producer slot, which the last announcement gives back.
+func (d *DRBR[T]) deferItems(vs []T, admitted bool) (int, error) {
+	var b wait.Backoff
+	done := 0
+	waited := false
+	for {
+		n, err := d.ring.EnqueueBurst(vs[done:])
+		done += n
+		last := err != ErrFull
+		if n > 0 && d.testHookPublished != nil {
+			d.testHookPublished()
+		}
+		if n > 0 || admitted && last {
+			d.announce(admitted && last)
+		}
+		switch err {
+		case nil:
+			return done, nil
+		case ErrClosed:
+			d.returned.Add(uint64(len(vs) - done))
+			return done, d.closeErr()
+		}
+		if !waited {
+			waited = true
+			d.fullWaits.Add(1)
+		}
+		if n > 0 {
+			b.Reset()
+		}
+		_ = d.ring.waitSpace(context.Background(), &b)
+	}
+}

@@ -1,0 +1,167 @@
+package bufring
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/goiflib/goiflib/internal/wait"
+)
+
+// closedBit marks an MPSC closed. It lives in the tail word so that closing
+// and reserving are ordered by the same atomic: once Close has set it, no
+// reservation can succeed, and every reservation that did succeed came
+// before it. Positions are uint64 counts and never reach bit 63.
+const closedBit = 1 << 63
+
+// MPSC is a bounded multi-producer, single-consumer ring in which every
+// reservation is published on its own: a producer never waits for another
+// producer. It is the ring DRBR defers into and the one to pick for a
+// fan-in where one goroutine consumes (a worker's inbox).
+//
+// It differs from FreeBSD's buf_ring ([Ring]) in three ways, each
+// measured against it (BenchmarkFanIn, BenchmarkEnqueueDequeue):
+//
+//   - Publication. buf_ring makes a producer wait until every earlier
+//     reservation is published and then advances br_prod_tail, so a
+//     preempted producer (Go has no critical_enter) stalls every producer
+//     behind it. Here a producer stores the end of its reservation into a
+//     sequence word belonging to the reservation's first slot; the consumer
+//     reads runs of slots in reservation order by following those words.
+//     A preempted producer delays only the consumer, and only at its own
+//     slot.
+//   - One consumer. The consumer's position is private to it (plain
+//     fields, no atomics per item), and it publishes how far it has read
+//     lazily: every Batch items, when it finds the ring empty, at the end of
+//     a burst that emptied it, and before it parks. So producers may see
+//     the ring full up to Batch−1 items early while the consumer is busy
+//     between calls. A blocking producer never waits on those slots for
+//     longer than the consumer's next call.
+//   - Waiting. EnqueueWait, EnqueueBurstWait, DequeueWait and
+//     DequeueBurstWait spin briefly, yield, then park (see internal/wait's
+//     policy); the other side wakes them. Close wakes everyone.
+//
+// The order of items is the order of reservations (the CAS on the tail).
+// An Enqueue that returned is visible to the consumer once every
+// reservation before it is published, so "Enqueue(x) returned, then the
+// consumer found the ring empty" is possible while an earlier producer is
+// between its reservation and its publication. That is the weakening
+// against buf_ring, where Enqueue returns only after all earlier
+// reservations are published; it is why this is a separate type.
+//
+// Invariants, with positions as free-running uint64 counts (never wrap):
+//
+//	head ≤ next ≤ end ≤ tail ≤ head + size
+//
+// [head, next) are read by the consumer but not yet released to producers;
+// [next, end) are published and unread; [end, tail) are reserved, each run
+// published when its producer stores seqs[start&mask] = start+n. Slots
+// outside [head, tail) hold the zero T.
+//
+// Concurrency: Enqueue, EnqueueBurst and their Wait forms may run from any
+// number of goroutines at once. Dequeue, DequeueBurst, their Wait forms,
+// Peek, Putback and Advance are the consumer's: one goroutine at a time
+// (or callers that serialize them with a lock, as DRBR does). Close may be
+// called from anywhere, any number of times. Len and Cap are safe anywhere.
+//
+// Go's atomics are sequentially consistent; each one below names the
+// FreeBSD buf_ring barrier it stands in for.
+type MPSC[T any] struct {
+	// Read-only after NewMPSC.
+	vals  []T
+	seqs  []atomic.Uint64 // seqs[p&mask]: p+n once the reservation [p, p+n) is published
+	mask  uint64
+	batch uint64 // the consumer publishes head at least every batch items
+
+	_ cpu.CacheLinePad // producers' line below; the header above is read-only
+
+	// tail is the next position to reserve (br_prod_head), plus closedBit.
+	// Producers CompareAndSwap it (atomic_cmpset_32 in buf_ring_enqueue);
+	// Close sets closedBit with Or.
+	tail atomic.Uint64
+
+	_ cpu.CacheLinePad // prevents false sharing between producers and the consumer's release index
+
+	// head is how far the consumer has released slots (br_cons_tail).
+	// The consumer Stores it (atomic_store_rel_32: the slots' zeroing
+	// happens before a producer reuses them); producers Load it
+	// (atomic_load_acq_32) when checking for space.
+	head atomic.Uint64
+
+	_ cpu.CacheLinePad // keeps the consumer's private fields off head's line
+
+	// Consumer-private: only the consumer reads or writes these. Between
+	// successive consumers (DRBR's lock holders) the caller's exclusion
+	// orders them.
+	next uint64 // next position to read (br_cons_head)
+	end  uint64 // end of the published run that next is in; next == end: look at seqs
+	pub  uint64 // the value last stored in head
+
+	_ cpu.CacheLinePad // the consumer's waiters below, written only when it parks
+
+	items wait.Queue // the consumer, parked until a producer publishes
+
+	_ cpu.CacheLinePad // producers' waiters below
+
+	space wait.Queue // producers parked until the consumer releases slots
+
+	_ cpu.CacheLinePad
+}
+
+// NewMPSC returns an empty MPSC of size slots, all usable: size must be a
+// power of two in [2, 2^31]. Other sizes return an *ArgError matching
+// ErrInvalid.
+func NewMPSC[T any](size int) (*MPSC[T], error) {
+	if size < 2 || uint64(size) > 1<<31 || size&(size-1) != 0 {
+		return nil, &ArgError{Func: "NewMPSC", Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
+	}
+	return &MPSC[T]{
+		vals:  make([]T, size),
+		seqs:  make([]atomic.Uint64, size),
+		mask:  uint64(size - 1),
+		batch: batchFor(size),
+	}, nil
+}
+
+// batchFor is the consumer's publication batch for a ring of size slots:
+// size/8, at least 1 and at most 32, so that lazy publication hides at
+// most an eighth of a small ring from producers and at most 32 slots
+// (TX_BATCH_SIZE) of a large one.
+func batchFor(size int) uint64 { return uint64(min(max(size/8, 1), 32)) }
+
+// Cap returns how many items the ring holds when full: its size.
+func (q *MPSC[T]) Cap() int { return int(q.mask + 1) }
+
+// Batch returns how many read slots the consumer may hold back from
+// producers between publications (see the type doc).
+func (q *MPSC[T]) Batch() int { return int(q.batch) }
+
+// Len returns how many slots are reserved, published or read but not yet
+// released: a snapshot that counts up to Batch−1 items the consumer has
+// already taken. After the consumer has found the ring empty, it is exact.
+func (q *MPSC[T]) Len() int {
+	h := q.head.Load()
+	t := q.tail.Load() &^ closedBit
+	return int(t - h)
+}
+
+// entered returns how many items have ever been reserved: the number of
+// successful enqueues, counted per item.
+func (q *MPSC[T]) entered() uint64 { return q.tail.Load() &^ closedBit }
+
+// Closed reports whether Close has been called.
+func (q *MPSC[T]) Closed() bool { return q.tail.Load()&closedBit != 0 }
+
+// Close closes the ring: every later Enqueue fails with ErrClosed, every
+// waiting producer returns ErrClosed with its items, and the consumer
+// receives what was enqueued before Close and then ErrClosed from the Wait
+// forms (the non-blocking forms keep returning false). Calling it more than
+// once is fine.
+func (q *MPSC[T]) Close() {
+	q.tail.Or(closedBit)
+	q.items.WakeAll()
+	q.space.WakeAll()
+}
+
+// reopen undoes Close for DRBR.Reopen. Items are not touched.
+func (q *MPSC[T]) reopen() { q.tail.And(^uint64(closedBit)) }
