@@ -51,18 +51,22 @@ func (q *txq) encap(mp **Packet) error {
 		}
 	}
 
+	// Fill the if_pkt_info field by field: the header fields are cleared
+	// only when the last packet set them (a whole-struct reset costs more
+	// than the rest of the per-packet bookkeeping).
 	pi := &q.pi
-	*pi = PktInfo{
-		Len:       m.Hdr.Len,
-		QSIdx:     q.id,
-		PIdx:      pidx,
-		CsumFlags: m.Hdr.CsumFlags,
-		MFlags:    m.Hdr.Flags & (MVLANTag | MBcast | MMcast),
+	pi.Len, pi.QSIdx, pi.PIdx, pi.NewPIdx, pi.NDescs = m.Hdr.Len, q.id, pidx, 0, 0
+	pi.Flags, pi.CsumFlags, pi.MFlags, pi.VTag = 0, m.Hdr.CsumFlags, m.Hdr.Flags&(MVLANTag|MBcast|MMcast), 0
+	if q.piHdr {
+		pi.EHdrLen, pi.IPHLen, pi.TCPHLen, pi.IPProto, pi.IPTos, pi.EType = 0, 0, 0, 0, 0, 0
+		pi.TSOSegSize, pi.TCPHFlags, pi.TCPSeq = 0, 0, 0
+		q.piHdr = false
 	}
 	if m.Hdr.Flags&MVLANTag != 0 {
 		pi.VTag = m.Hdr.VLANTag
 	}
 	if pi.CsumFlags != 0 || pi.VTag != 0 {
+		q.piHdr = true
 		if err := q.parseHeader(pi, m); err != nil {
 			q.st.inc(txMapFailed, 1)
 			return fail(err)
@@ -137,7 +141,7 @@ func (q *txq) encap(mp **Packet) error {
 			return fail(err)
 		}
 		if ndesc := pi.NewPIdx - pidx; pi.NewPIdx < 0 || pi.NewPIdx >= q.size || ndesc == 0 && nsegs > 0 ||
-			(ndesc+q.size)%q.size > nsegs+q.pad {
+			(ndesc+q.size)&q.mask > nsegs+q.pad {
 			// A driver that reports an impossible new producer index would
 			// corrupt the ring accounting (FreeBSD MPASSes it).
 			_ = dmap.Unload()

@@ -70,6 +70,7 @@ type txq struct {
 	segs          []busdma.Segment
 	bufs          [][]byte
 	pi            PktInfo
+	piHdr         bool // pi's header fields were set by the last packet
 	defrag        [MaxTxSegs]*Packet
 	// caches take the packets reclaim frees, one per zone seen (the
 	// forwarded packets of an RX zone, a sender's zone): one zone lock per
