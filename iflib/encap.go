@@ -355,15 +355,29 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 		}
 		pi.IPHLen, pi.IPProto, pi.IPTos = uint8(hl), ip[9], ip[1]
 		pi.Flags |= IPITxIPv4
+		if pi.CsumFlags&CsumIP6TSO != 0 {
+			return errParse // IPv6 TSO asked for an IPv4 packet
+		}
 		if err := parseL4(pi, ip[hl:]); err != nil {
 			return err
 		}
 		if pi.CsumFlags&CsumIPTSO != 0 {
-			if pi.IPProto != ipProtoTCP {
+			if pi.IPProto != ipProtoTCP || pi.TCPHLen < 20 || m.Hdr.TSOSegSize == 0 {
 				return errParse
 			}
+			// TSO always needs checksum offload; the device fills in each
+			// segment's TCP checksum from the pseudo-header sum (without
+			// the length) that iflib_parse_header writes into th_sum.
 			pi.CsumFlags |= CsumIPTCP | CsumIP
 			pi.TSOSegSize = m.Hdr.TSOSegSize
+			th := ip[hl:]
+			binary.BigEndian.PutUint16(th[16:18], pseudoSum(ip[12:16], ip[16:20], ipProtoTCP))
+			if q.ctx.shared.Flags&FlagTSOInitIP != 0 {
+				// IFLIB_TSO_INIT_IP: the device wants the first segment's
+				// IP length and a zero header checksum.
+				ip[10], ip[11] = 0, 0
+				binary.BigEndian.PutUint16(ip[2:4], uint16(hl+int(pi.TCPHLen)+int(pi.TSOSegSize)))
+			}
 		}
 	case etherTypeIPv6:
 		if len(b) < ehdr+40 {
@@ -373,21 +387,44 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 		pi.IPHLen, pi.IPProto = 40, ip[6]
 		pi.IPTos = uint8(binary.BigEndian.Uint16(ip[0:2]) >> 4)
 		pi.Flags |= IPITxIPv6
+		if pi.CsumFlags&CsumIPTSO != 0 {
+			return errParse // IPv4 TSO asked for an IPv6 packet
+		}
 		if err := parseL4(pi, ip[40:]); err != nil {
 			return err
 		}
 		if pi.CsumFlags&CsumIP6TSO != 0 {
-			if pi.IPProto != ipProtoTCP {
+			if pi.IPProto != ipProtoTCP || pi.TCPHLen < 20 || m.Hdr.TSOSegSize == 0 {
 				return errParse
 			}
 			pi.CsumFlags |= CsumIP6TCP
 			pi.TSOSegSize = m.Hdr.TSOSegSize
+			// in6_cksum_pseudo(ip6, 0, IPPROTO_TCP, 0) into th_sum.
+			th := ip[40:]
+			binary.BigEndian.PutUint16(th[16:18], pseudoSum(ip[8:24], ip[24:40], ipProtoTCP))
 		}
 	default:
 		pi.CsumFlags &^= csumOffloadTx
 		pi.IPHLen = 0
 	}
 	return nil
+}
+
+// pseudoSum is in_pseudo / in6_cksum_pseudo with a zero length: the
+// one's-complement sum (not complemented) of the addresses and the
+// protocol, as the stack leaves it in th_sum for a device that finishes the
+// checksum (TSO, CSUM_TCP).
+func pseudoSum(src, dst []byte, proto uint8) uint16 {
+	sum := uint32(proto)
+	for _, a := range [2][]byte{src, dst} {
+		for i := 0; i+1 < len(a); i += 2 {
+			sum += uint32(a[i])<<8 | uint32(a[i+1])
+		}
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return uint16(sum)
 }
 
 func parseL4(pi *PktInfo, l4 []byte) error {

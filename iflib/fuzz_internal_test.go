@@ -69,21 +69,34 @@ func FuzzParseHeader(f *testing.F) {
 	tcp4[14+20+12] = 0x50
 	f.Add(tcp4, []byte{20, 40}, uint32(CsumIPTCP|CsumIP), uint16(0))
 	f.Add(tcp4, []byte{}, uint32(CsumIPTSO), uint16(1448))
+	f.Add(tcp4, []byte{10}, uint32(CsumIPTSO), uint16(536))
 	vlan6 := append([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x81, 0x00, 0, 5, 0x86, 0xdd, 0x60}, make([]byte, 39+8)...)
 	vlan6[18+6] = 17
 	f.Add(vlan6, []byte{3, 3, 3}, uint32(CsumIP6UDP), uint16(0))
 	f.Add([]byte{1, 2, 3}, []byte{1}, uint32(CsumIPTCP), uint16(0))
 	z := fuzzZone(f, 128)
 	q := &txq{st: newCounters[txCounter](int(numTxCounters))}
-	f.Fuzz(func(t *testing.T, data, cuts []byte, csum uint32, vtag uint16) {
+	q.ctx = &Context{}
+	f.Fuzz(func(t *testing.T, data, cuts []byte, csum uint32, mss uint16) {
 		if len(data) == 0 || len(data) > 4096 {
 			return
 		}
 		m := fuzzChain(t, z, data, cuts)
 		defer m.Free()
-		pi := &PktInfo{CsumFlags: CsumFlags(csum), VTag: vtag, Len: m.Hdr.Len}
+		m.Hdr.TSOSegSize = mss
+		pi := &PktInfo{CsumFlags: CsumFlags(csum), VTag: mss, Len: m.Hdr.Len}
 		err := q.parseHeader(pi, m)
-		if got := chainBytes(m); !bytes.Equal(got, data) {
+		got := chainBytes(m)
+		if err == nil && pi.CsumFlags&CsumTSO != 0 {
+			// TSO writes the pseudo-header sum into th_sum: allow exactly
+			// those two bytes to change.
+			o := int(pi.EHdrLen) + int(pi.IPHLen) + 16
+			if o+2 > len(data) {
+				t.Fatalf("th_sum at %d beyond the %d-byte frame", o, len(data))
+			}
+			copy(got[o:o+2], data[o:o+2])
+		}
+		if !bytes.Equal(got, data) {
 			t.Fatalf("parseHeader changed the frame's bytes")
 		}
 		if err != nil {
@@ -142,4 +155,44 @@ func FuzzCollapseDefrag(f *testing.F) {
 			t.Fatalf("after free: %d out, %d double frees", z.Outstanding(), z.Stats().DoubleFrees)
 		}
 	})
+}
+
+// TSO: iflib_parse_header writes the pseudo-header sum (addresses and
+// protocol, no length) into th_sum, and with IFLIB_TSO_INIT_IP sets the
+// first segment's ip_len and zeroes ip_sum.
+func TestParseHeaderTSO(t *testing.T) {
+	z := fuzzZone(t, MCLBytes)
+	q := &txq{st: newCounters[txCounter](int(numTxCounters)), ctx: &Context{}}
+	q.ctx.shared.Flags = FlagTSOInitIP
+	p, _ := z.Get()
+	frame := make([]byte, 14+20+20+3000)
+	frame[12], frame[13] = 0x08, 0x00
+	ip := frame[14:]
+	ip[0], ip[9] = 0x45, ipProtoTCP
+	copy(ip[12:16], []byte{10, 0, 0, 1})
+	copy(ip[16:20], []byte{10, 0, 0, 2})
+	ip[10], ip[11] = 0xde, 0xad
+	ip[20+12] = 0x50
+	p.Append(frame[:MCLBytes])
+	p.Hdr.Len = MCLBytes
+	p.Hdr.TSOSegSize = 1000
+	pi := &PktInfo{CsumFlags: CsumIPTSO, Len: p.Hdr.Len}
+	if err := q.parseHeader(pi, p); err != nil {
+		t.Fatal(err)
+	}
+	b := p.Bytes()
+	// 0x0a00+0x0001 + 0x0a00+0x0002 + 6 = 0x1409
+	if got := uint16(b[14+20+16])<<8 | uint16(b[14+20+17]); got != 0x1409 {
+		t.Fatalf("th_sum %#x, want the pseudo-header sum 0x1409", got)
+	}
+	if got := uint16(b[14+2])<<8 | uint16(b[14+3]); got != 20+20+1000 {
+		t.Fatalf("ip_len %d, want one segment (1040)", got)
+	}
+	if b[14+10] != 0 || b[14+11] != 0 {
+		t.Fatal("ip_sum not zeroed")
+	}
+	if pi.CsumFlags&(CsumIPTCP|CsumIP) != CsumIPTCP|CsumIP || pi.TSOSegSize != 1000 || pi.TCPHLen != 20 {
+		t.Fatalf("pi %+v", pi)
+	}
+	p.Free()
 }
