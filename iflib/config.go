@@ -12,9 +12,9 @@ import (
 type SharedFlags uint32
 
 const (
-	FlagHasRxCQ       SharedFlags = 0x01  // IFLIB_HAS_RXCQ (not modelled: rejected)
-	FlagHasTxCQ       SharedFlags = 0x08  // IFLIB_HAS_TXCQ (not modelled: rejected)
-	FlagNeedEtherPad  SharedFlags = 0x100 // IFLIB_NEED_ETHER_PAD: pad runts to MinFrameSize
+	FlagHasRxCQ      SharedFlags = 0x01  // IFLIB_HAS_RXCQ (not modelled: rejected)
+	FlagHasTxCQ      SharedFlags = 0x08  // IFLIB_HAS_TXCQ (not modelled: rejected)
+	FlagNeedEtherPad SharedFlags = 0x100 // IFLIB_NEED_ETHER_PAD: pad runts to MinFrameSize
 	// FlagTSOInitIP is IFLIB_TSO_INIT_IP: for IPv4 TSO, iflib zeroes the IP
 	// header checksum and sets ip_len to one segment's length.
 	FlagTSOInitIP     SharedFlags = 0x40
