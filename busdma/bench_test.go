@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/goiflib/goiflib/busdma"
 )
 
@@ -20,7 +18,9 @@ type benchSpace struct {
 func benchSpaces(b *testing.B) []benchSpace {
 	b.Helper()
 	must := func(s busdma.Space, err error) busdma.Space {
-		require.NoError(b, err)
+		if err != nil {
+			b.Fatal(err)
+		}
 		return s
 	}
 	out := []benchSpace{
@@ -49,7 +49,9 @@ func BenchmarkLoadSyncUnload(b *testing.B) {
 					c = busdma.NewChecker()
 				}
 				d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: "bench", Checker: c})
-				require.NoError(b, err)
+				if err != nil {
+					b.Fatal(err)
+				}
 				defer d.Close()
 				tag := mustTag(b, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 				m := mustMap(b, tag)
@@ -64,10 +66,14 @@ func BenchmarkLoadSyncUnload(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					segs, err = m.Load(buf, segs[:0])
-					require.NoError(b, err)
+					if err != nil {
+						b.Fatal(err)
+					}
 					m.Sync(busdma.PreWrite)
 					m.Sync(busdma.PostWrite)
-					require.NoError(b, m.Unload())
+					if err := m.Unload(); err != nil {
+						b.Fatal(err)
+					}
 				}
 				if isIOMMU {
 					st := io.Stats()
@@ -91,20 +97,26 @@ func BenchmarkDeviceRead(b *testing.B) {
 					c = busdma.NewChecker()
 				}
 				d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: "bench", Checker: c})
-				require.NoError(b, err)
+				if err != nil {
+					b.Fatal(err)
+				}
 				defer d.Close()
 				tag := mustTag(b, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 				m := mustMap(b, tag)
 				buf := mustAlloc(b, sp.s, 2048, 2048)[:n]
 				segs, err := m.Load(buf, nil)
-				require.NoError(b, err)
+				if err != nil {
+					b.Fatal(err)
+				}
 				defer m.Unload()
 				m.Sync(busdma.PreWrite)
 				p := make([]byte, n)
 				b.SetBytes(int64(n))
 				b.ReportAllocs()
 				for b.Loop() {
-					require.NoError(b, d.Read(segs[0].Addr, p))
+					if err := d.Read(segs[0].Addr, p); err != nil {
+						b.Fatal(err)
+					}
 				}
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mpps")
 			})
@@ -126,9 +138,13 @@ func BenchmarkDeviceRead(b *testing.B) {
 //	           pages: the check that decides so)
 func BenchmarkMapOps(b *testing.B) {
 	s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatal(err)
+	}
 	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "bench"})
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer d.Close()
 	tag := mustTag(b, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 	m := mustMap(b, tag)
@@ -151,7 +167,9 @@ func BenchmarkMapOps(b *testing.B) {
 			if segs, err = m.Load(buf, segs[:0]); err != nil {
 				b.Fatal(err)
 			}
-			require.NoError(b, m.Unload())
+			if err := m.Unload(); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("loadmulti", func(b *testing.B) {
@@ -160,7 +178,9 @@ func BenchmarkMapOps(b *testing.B) {
 			if segs, err = m.LoadMulti(chain, segs[:0]); err != nil {
 				b.Fatal(err)
 			}
-			require.NoError(b, m.Unload())
+			if err := m.Unload(); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("sync", func(b *testing.B) {
@@ -171,7 +191,9 @@ func BenchmarkMapOps(b *testing.B) {
 		for b.Loop() {
 			m.Sync(busdma.PreWrite)
 		}
-		require.NoError(b, m.Unload())
+		if err := m.Unload(); err != nil {
+			b.Fatal(err)
+		}
 	})
 }
 
@@ -190,9 +212,13 @@ func BenchmarkIOMMUCost(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.Sim = busdma.SimConfig{Size: 1 << 20}
 			s, err := busdma.NewIOMMUSpace(c.cfg)
-			require.NoError(b, err)
+			if err != nil {
+				b.Fatal(err)
+			}
 			d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "bench"})
-			require.NoError(b, err)
+			if err != nil {
+				b.Fatal(err)
+			}
 			defer d.Close()
 			m := mustMap(b, mustTag(b, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 32, MaxSegSize: 65536}))
 			buf := mustAlloc(b, s, 2048, 2048)[:1500]
@@ -203,7 +229,9 @@ func BenchmarkIOMMUCost(b *testing.B) {
 				if segs, err = m.Load(buf, segs[:0]); err != nil {
 					b.Fatal(err)
 				}
-				require.NoError(b, m.Unload())
+				if err := m.Unload(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if cpu0 >= 0 {
 				b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
