@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/iflib"
 )
@@ -18,9 +20,7 @@ func TestFanInStressEveryMode(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		t.Run(mode.String(), func(t *testing.T) {
 			e, err := newEnv(t, simnic.Config{}, iflib.Config{TxMode: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var mu sync.Mutex
 			next := make([]uint32, senders) // next sequence expected per sender
 			seen := map[uint64]bool{}
@@ -36,9 +36,7 @@ func TestFanInStressEveryMode(t *testing.T) {
 				seen[k] = true
 				next[s] = q + 1
 			}
-			if err := e.ctx.Init(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, e.ctx.Init())
 			var accepted, refused atomic.Uint64
 			var wg sync.WaitGroup
 			for s := 0; s < senders; s++ {
@@ -98,12 +96,8 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		t.Run(mode.String(), func(t *testing.T) {
 			e, err := newEnv(t, simnic.Config{NTxd: 64, FrameRate: 4000}, iflib.Config{TxMode: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := e.ctx.Init(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			require.NoError(t, e.ctx.Init())
 			const n = 300
 			ok := uint64(0)
 			for i := 0; i < n; i++ {
@@ -130,9 +124,7 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 				t.Fatalf("%s dropped %d for lack of descriptors; it must keep them", mode, drops)
 			}
 			// Recovery: the queue takes traffic again.
-			if err := e.ctx.Transmit(e.pkt(100)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, e.ctx.Transmit(e.pkt(100)))
 			waitUntil(t, "recovered", func() bool { return e.sink.Frames() == ok+1 })
 			e.done()
 		})

@@ -2,10 +2,11 @@ package iflib_test
 
 import (
 	"encoding/json"
-	"errors"
 	"expvar"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/iflib"
@@ -15,16 +16,10 @@ import (
 // link state gates transmit; poll mode with pinned tasks moves traffic.
 func TestSysctlExpvarLinkAndPollMode(t *testing.T) {
 	e, err := newEnv(t, simnic.Config{}, iflib.Config{Poll: true, PinTasks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.ctx.Init(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, e.ctx.Init())
 	for i := 0; i < 50; i++ {
-		if err := e.ctx.Transmit(e.pkt(100)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, e.ctx.Transmit(e.pkt(100)))
 	}
 	waitUntil(t, "50 frames in poll mode", func() bool { return e.sink.Frames() == 50 })
 
@@ -49,17 +44,15 @@ func TestSysctlExpvarLinkAndPollMode(t *testing.T) {
 		t.Fatal("expvar iflib not published")
 	}
 	var m map[string]map[string]any
-	if err := json.Unmarshal([]byte(ev.String()), &m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(ev.String()), &m))
 	if got := m[e.ctx.Name()]["dev.simnic.0.counters.opackets"]; got != float64(50) {
 		t.Errorf("expvar opackets = %v, want 50", got)
 	}
 
 	e.ctx.LinkStateChange(iflib.LinkStateDown, 0)
-	if err := e.ctx.Transmit(e.pkt(100)); !errors.Is(err, iflib.ErrNotRunning) {
-		t.Fatalf("link down: %v", err)
-	}
+	err = e.ctx.Transmit(e.pkt(100))
+	require.ErrorIs(t, err, iflib.ErrLinkDown)
+	require.ErrorIs(t, err, iflib.ErrNotRunning, "link down is ENETDOWN too")
 	e.ctx.LinkStateChange(iflib.LinkStateUp, 10e9)
 	if err := e.ctx.Transmit(e.pkt(100)); err != nil {
 		t.Fatalf("link up again: %v", err)
