@@ -91,9 +91,9 @@ func main() {
 		if slices.ContainsFunc(drop[v.name], func(x float64) bool { return x > 0 }) {
 			row(w, "", "drop %", drop[v.name], func(x float64) string { return fmt.Sprintf("%.0f", 100*x) })
 		}
-		if v.seed != nil {
-			row(w, "", "review Gb/s", v.seed, func(x float64) string { return fmt.Sprintf("%.0f", x) })
-			row(w, "", "review ÷ 44", v.seed, func(x float64) string { return fmt.Sprintf("%.2f", x/44) })
+		if v.review != nil {
+			row(w, "", "review Gb/s", v.review, func(x float64) string { return fmt.Sprintf("%.0f", x) })
+			row(w, "", "review ÷ 44", v.review, func(x float64) string { return fmt.Sprintf("%.2f", x/44) })
 		}
 	}
 	w.Flush()

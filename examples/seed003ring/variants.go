@@ -32,8 +32,8 @@ type queue interface {
 // variant is one transmit mode of the comparison.
 type variant struct {
 	name string
-	// seed is the Gb/s the review measured at fan-in 1..64, nil if none.
-	seed []float64
+	// review is the Gb/s the review measured at fan-in 1..64, nil if none.
+	review []float64
 	make func(n *nic) (queue, error)
 }
 
