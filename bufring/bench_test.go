@@ -420,3 +420,39 @@ func BenchmarkDRBRUncontended(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSpinPolicy sweeps internal/wait's Spins (with Yields at its
+// value) and Yields (with Spins at its value) on the single-item fan-in of
+// MPSC and Ring, to choose and re-check the shared policy:
+//
+//	go test -run '^$' -bench SpinPolicy -benchtime 1000000x -count 5 ./bufring/
+func BenchmarkSpinPolicy(b *testing.B) {
+	spins, yields := wait.Spins, wait.Yields
+	defer func() { wait.Spins, wait.Yields = spins, yields }()
+	type setting struct{ spins, yields int }
+	var settings []setting
+	for _, s := range []int{0, 8, 16, 32, 64, 128} {
+		settings = append(settings, setting{s, yields})
+	}
+	for _, y := range []int{0, 1, 16, 1 << 30} {
+		settings = append(settings, setting{spins, y})
+	}
+	for _, p := range []int{1, 4, 16, 64} {
+		for _, st := range settings {
+			name := "P=" + strconv.Itoa(p) + "/spins=" + strconv.Itoa(st.spins) + "/yields=" + strconv.Itoa(st.yields)
+			if st.yields == 1<<30 {
+				name = "P=" + strconv.Itoa(p) + "/spins=" + strconv.Itoa(st.spins) + "/yields=never-park"
+			}
+			b.Run(name+"/mpsc", func(b *testing.B) {
+				wait.Spins, wait.Yields = st.spins, st.yields
+				q, _ := NewMPSC[uint64](benchSize)
+				runFanIn(b, p, 1, mpscQ{q: q})
+			})
+			b.Run(name+"/ring", func(b *testing.B) {
+				wait.Spins, wait.Yields = st.spins, st.yields
+				r, _ := New[uint64](benchSize)
+				runFanIn(b, p, 1, ringQ{r: r})
+			})
+		}
+	}
+}

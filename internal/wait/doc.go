@@ -25,7 +25,7 @@
 // producer waiting for space, a sender waiting for a lock) use all three.
 //
 // The numbers are measured (BenchmarkSpinPolicy in bufring sweeps them on
-// the fan-in benchmark); see Spins and Yields for the figures.
+// the fan-in benchmark); see Spins for the figures.
 //
 // # The wake-up handshake
 //
