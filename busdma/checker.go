@@ -32,11 +32,14 @@ const (
 	KindNoPostRead
 	// KindIOMMUFault: the IOMMU faulted a device access (DMAR fault).
 	KindIOMMUFault
+	// KindClient: misuse found by a layer above busdma and filed with
+	// Checker.Add (iflib: a packet used after it was freed).
+	KindClient
 )
 
 var kindNames = [...]string{"", "load-of-loaded-map", "unload-of-unloaded-map", "destroy-of-loaded-map",
 	"map-leaked-at-teardown", "device-access-outside-mapping", "device-read-without-PREWRITE",
-	"device-data-without-POSTREAD", "iommu-fault"}
+	"device-data-without-POSTREAD", "iommu-fault", "client-misuse"}
 
 func (k ReportKind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -117,6 +120,11 @@ func (c *Checker) Reset() {
 	c.reports = nil
 	c.mu.Unlock()
 }
+
+// Add files a report found by a client of the checked devices, such as
+// iflib's packet zones; its Kind should be KindClient. It reaches Reports
+// and OnReport like the checker's own.
+func (c *Checker) Add(r Report) { c.add(r) }
 
 func (c *Checker) add(r Report) {
 	c.mu.Lock()

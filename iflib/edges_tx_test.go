@@ -232,6 +232,10 @@ func TestTransmitBadPackets(t *testing.T) {
 	p.Hdr.Len = 1
 	require.ErrorIs(t, f.ctx.Transmit(p), iflib.ErrBadLength)
 	require.ErrorIs(t, f.ctx.Transmit(p), iflib.ErrUseAfterFree)
+	reps := f.takeClientReports()
+	require.Len(t, reps, 1, "the checker reports the use after free")
+	require.Contains(t, reps[0].Msg, "used after free")
+	require.Contains(t, reps[0].Site, "edges_tx_test.go", "the report names where it was used again")
 
 	st := txStats(t, f.ctx)
 	require.Equal(t, uint64(6), st.OErrors, "foreign, three bad lengths, wrong space, bad length")

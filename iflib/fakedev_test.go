@@ -23,6 +23,7 @@ type fakeNIC struct {
 	t     testing.TB
 	space busdma.Space
 	bus   *busdma.Device
+	chk   *busdma.Checker
 	ctx   *iflib.Context
 	ntxd  int
 	nrxd  int
@@ -119,7 +120,7 @@ func tryFake(t testing.TB, o fakeOpts) (*fakeNIC, error) {
 	}
 	bus, err := busdma.NewDevice(space, busdma.DeviceConfig{Name: "fake0", Checker: chk})
 	require.NoError(t, err)
-	f := &fakeNIC{t: t, space: space, bus: bus, ntxd: o.ntxd, nrxd: o.nrxd, segs: o.segs, rxBuf: o.rxBuf,
+	f := &fakeNIC{t: t, space: space, bus: bus, chk: chk, ntxd: o.ntxd, nrxd: o.nrxd, segs: o.segs, rxBuf: o.rxBuf,
 		txd: make([]fakeTxd, o.ntxd), rxSlot: make([]uint16, o.nrxd), rxAddr: make([]busdma.BusAddr, o.nrxd),
 		rxDone: make([]fakeRxd, o.nrxd)}
 	if o.cfg.TimerInterval == 0 {
@@ -416,4 +417,20 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// takeClientReports returns the checker's reports of misuse found by iflib
+// (KindClient) and clears the checker, so that a test that commits the
+// misuse on purpose can assert the report and still end clean.
+func (f *fakeNIC) takeClientReports() []busdma.Report {
+	var out []busdma.Report
+	for _, r := range f.chk.Reports() {
+		if r.Kind == busdma.KindClient {
+			out = append(out, r)
+		} else {
+			f.t.Errorf("unexpected report: %s", r)
+		}
+	}
+	f.chk.Reset()
+	return out
 }

@@ -1,6 +1,7 @@
 package iflib
 
 import (
+	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/mpring"
 	"github.com/goiflib/goiflib/prefetch"
 )
@@ -82,7 +83,7 @@ func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
 		case m.zone == nil:
 			err = ErrForeignPacket
 		case m.free.Load():
-			m.zone.usedAfterFree(m, "TransmitBatch")
+			c.usedAfterFree(m, "TransmitBatch")
 			err = ErrUseAfterFree
 		}
 		if err != nil {
@@ -141,13 +142,24 @@ func (c *Context) admit(m *Packet) error {
 		}
 		return ErrForeignPacket
 	case m.free.Load():
-		m.zone.usedAfterFree(m, "Transmit")
+		c.usedAfterFree(m, "Transmit")
 		return ErrUseAfterFree
 	case !c.running.Load():
 		return c.dropTx(nil, m, ErrNotRunning)
 	}
 	c.inflight.Add(1)
 	return nil
+}
+
+// usedAfterFree reports a freed packet passed to a transmit call: to the
+// zone's debug reporter, and to the device's busdma checker when it has
+// one (the report names where the packet was freed if the zone records it,
+// Zone.SetDebug, and where it was used again).
+func (c *Context) usedAfterFree(p *Packet, use string) {
+	msg := p.zone.usedAfterFree(p, use)
+	if chk := c.bus.Checker(); chk != nil {
+		chk.Add(busdma.Report{Kind: busdma.KindClient, Device: c.bus.Name(), Site: callerSite(), Msg: msg})
+	}
 }
 
 // rejectTx is dropTx for checkTx's verdicts: a foreign or freed buffer in
@@ -170,7 +182,7 @@ func (c *Context) checkTx(m *Packet) error {
 		case p.zone == nil:
 			return ErrForeignPacket
 		case p != m && p.free.Load():
-			p.zone.usedAfterFree(p, "Transmit (a buffer of the chain)")
+			c.usedAfterFree(p, "Transmit (a buffer of the chain)")
 			return ErrUseAfterFree
 		case p.zone.space != c.space:
 			return ErrWrongSpace

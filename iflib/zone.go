@@ -258,11 +258,18 @@ func (z *Zone) put(p *Packet) {
 	z.mu.Unlock()
 }
 
-// usedAfterFree reports a use of a free packet (see ErrUseAfterFree).
-func (z *Zone) usedAfterFree(p *Packet, use string) {
-	if d := z.debug.Load(); d != nil && d.Report != nil {
-		d.Report(fmt.Sprintf("iflib: zone %s: packet %p used after free: freed at %s, %s at %s", z.name, p, p.freeSite, use, callerSite()))
+// usedAfterFree reports a use of a free packet (see ErrUseAfterFree) to the
+// debug reporter and returns the message.
+func (z *Zone) usedAfterFree(p *Packet, use string) string {
+	freed := p.freeSite
+	if freed == "" {
+		freed = "? (Zone.SetDebug records it)"
 	}
+	msg := fmt.Sprintf("iflib: zone %s: packet %p used after free: freed at %s, %s at %s", z.name, p, freed, use, callerSite())
+	if d := z.debug.Load(); d != nil && d.Report != nil {
+		d.Report(msg)
+	}
+	return msg
 }
 
 // callerSite is the first caller outside this package.

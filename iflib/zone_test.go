@@ -123,6 +123,10 @@ func TestZoneDebugReportsUseAfterFree(t *testing.T) {
 	require.Contains(t, reports[1], "freed twice")
 	mu.Unlock()
 	require.Equal(t, uint64(1), z.Stats().DoubleFrees)
+	reps := f.takeClientReports()
+	require.Len(t, reps, 1)
+	require.Contains(t, reps[0].Msg, "freed at /") // the free site, with debug on
+	require.Contains(t, reps[0].Msg, "zone_test.go")
 	q.Free()
 	f.close(z)
 }
