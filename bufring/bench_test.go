@@ -431,10 +431,10 @@ func BenchmarkSpinPolicy(b *testing.B) {
 	defer func() { wait.Spins, wait.Yields = spins, yields }()
 	type setting struct{ spins, yields int }
 	var settings []setting
-	for _, s := range []int{0, 8, 16, 32, 64, 128} {
+	for _, s := range []int{0, 4, 8, 16, 64, 128} {
 		settings = append(settings, setting{s, yields})
 	}
-	for _, y := range []int{0, 1, 16, 1 << 30} {
+	for _, y := range []int{0, 1, 16, 1 << 30} { // and Yields at its value above
 		settings = append(settings, setting{spins, y})
 	}
 	for _, p := range []int{1, 4, 16, 64} {

@@ -3,25 +3,28 @@ package wait
 import "runtime"
 
 // Spins is how many times a waiter re-checks its condition before it starts
-// yielding: 16 loads cover a running peer's publication (a slot store and
-// one atomic store, tens of nanoseconds even with the cache line moving
-// between cores) and cost well under a microsecond when the peer is not
-// running.
+// yielding: 4, sync.Mutex's active_spin. A running peer's publication (a
+// slot store and one atomic store) lands within that many loads; a peer
+// that is not running (preempted, or sharing this P) is only helped by
+// yielding, so every further spin is wasted CPU.
 //
-// Measured on 2 shared CPUs (BenchmarkSpinPolicy in bufring: MPSC and Ring
-// fan-in at 1, 4, 16 and 64 producers, 5 rounds): anything from 0 to 128
-// spins, with 0 to 16 yields, gave throughput and CPU per item within the
-// round-to-round spread (up to 2×) of that machine; yielding forever and
-// never parking (what bufring and mpring did before, with 64 and 8 spins)
-// was 2–5 times slower and cost 2–5 times the CPU per item at every
-// fan-in. Long spins hurt where goroutines outnumber CPUs: with pinned
-// workers (examples/workerpool -work 0, 64 producers) 256 spins halved the
-// rate of 16 and 4096 cut it twelvefold, because a spinning worker takes
-// the CPU its producers need.
+// Measured on 2 shared CPUs with the single-item fan-in of BenchmarkFanIn
+// at 1 to 64 producers (BenchmarkSpinPolicy in bufring sweeps it; 5
+// interleaved rounds, medians): Ring, whose producers wait for each other,
+// ran 13–17 M items/s at 145–115 CPU-ns/item with 16 spins, 20–31 with 8,
+// and 25–42 at 42–70 CPU-ns/item with 4 or 0; MPSC, whose producers never
+// wait for each other, was within the round-to-round spread from 0 to 16
+// (34–60 M items/s, 31–38 CPU-ns/item). Yielding forever without parking
+// (what bufring and mpring did before, after 64 and 8 spins) was 2–5 times
+// slower and cost 2–5 times the CPU per item at every fan-in. Long spins
+// hurt most where goroutines outnumber CPUs: with pinned workers
+// (examples/workerpool -work 0, 64 producers) 256 spins halved the rate of
+// 16 and 4096 cut it twelvefold, because a spinning worker takes the CPU
+// its producers need.
 //
 // It is a variable only so that the benchmark can sweep it; nothing else
 // writes it, and it must not change while a ring is in use.
-var Spins = 16
+var Spins = 4
 
 // Yields is how many runtime.Gosched calls a parkable waiter makes after
 // spinning and before it parks. A yield lets a producer that shares the
