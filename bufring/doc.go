@@ -63,9 +63,9 @@
 //
 // The main hazard of DRBR is a stranded item: one left in the ring by a
 // sender that found the lock taken, after the holder had looked at the ring
-// for the last time. The hand-off is a pair of atomic read-modify-writes on
-// one lock word (announce and release), so one of the two always sees the
-// other; drbr_state.go has the argument. DRBR's second hazard is a stopped
+// for the last time. The hand-off is made of atomics on one lock word
+// (announce and release), so one of the two always sees the other;
+// drbr_state.go has the argument. DRBR's second hazard is a stopped
 // device: senders blocked on a full ring wait for completions that never
 // come. Close wakes them with an error, so that a stop never depends on
 // the device.

@@ -124,16 +124,16 @@ const statsEvery = 64
 //	Restart (owner's completion path, after descriptors came back) ─▶ clear the stall, send ≤ DrainQuota
 //
 // The lock is a word of state changed only by compare-and-swap, so every
-// hand-off between a sender and the holder is an ordered pair of atomic
-// read-modify-writes on one word (see drbr_state.go for the proof that no
-// item is stranded):
+// hand-off between a sender and the holder is ordered by atomics on one
+// word (see drbr_state.go for the proof that no item is stranded):
 //
 //	locked   — a holder runs xmit (and owns the ring's consumer side)
 //	pending  — items were deferred while locked: the holder looks again
 //	stalled  — xmit refused the head: nobody calls xmit until Restart
 //	restart  — Restart came while locked: the holder retries the head
 //	closed   — Close: nothing enters, nothing more is sent
-//	deferring senders — a count, bounded by MaxProducers
+//
+// A separate counter bounds the deferring senders by MaxProducers.
 //
 // Invariants:
 //   - xmit runs only with the lock held, so the ring has one consumer at a
@@ -172,9 +172,17 @@ type DRBR[T any] struct {
 
 	_ cpu.CacheLinePad // the lock word below changes on every hand-off
 
-	// state is the lock word (stLocked …, deferring count above
-	// stProducerShift). Changed only by CompareAndSwap and Or.
+	// state is the lock word (stLocked …). Changed only by
+	// CompareAndSwap and Or.
 	state atomic.Uint64
+
+	_ cpu.CacheLinePad // the deferring senders' count is written only by them
+
+	// producers counts senders admitted to defer (net.iflib's
+	// simple_max_producers bounds it): Add by deferring senders only, on
+	// a line of its own so that the holder's CASes on state and the
+	// senders' counting do not share a cache line.
+	producers atomic.Int64
 
 	_ cpu.CacheLinePad // holder-owned fields below; written only with stLocked held
 
@@ -319,8 +327,9 @@ func (d *DRBR[T]) Stalled() bool {
 }
 
 // Stats returns a snapshot of the counters. It is exact once no call is in
-// progress (it takes the lock, without waiting, to read the holder's
-// counters); while the lock is busy, the holder's counters (Direct,
+// progress: it takes the lock, without waiting, to read the holder's
+// counters (and, like any holder, sends what was deferred meanwhile before
+// it lets go). While the lock is busy, the holder's counters (Direct,
 // Drained, Refused, Stalls, Doorbells and the stash part of Deferred) may
 // be up to statsEvery lock holds behind.
 func (d *DRBR[T]) Stats() DRBRStats {

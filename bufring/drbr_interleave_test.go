@@ -57,12 +57,14 @@ func TestHandshakeReleaseBeforeAnnounce(t *testing.T) {
 	<-doDone
 	assert.Empty(t, w.got())
 	assert.Equal(t, 1, d.Pending(), "published, not yet announced")
-	assert.Equal(t, uint64(stOneProducer), d.state.Load(), "lock free, one sender deferring")
+	assert.Zero(t, d.state.Load(), "lock free, nothing pending")
+	assert.Equal(t, int64(1), d.producers.Load(), "one sender deferring")
 	close(announce)
 	require.NoError(t, <-sent)
 	assert.Equal(t, []uint64{7}, w.got(), "the announcing sender took the free lock and sent its item")
 	assert.Zero(t, d.Pending())
 	assert.Zero(t, d.state.Load())
+	assert.Zero(t, d.producers.Load())
 }
 
 // TestHandshakeRestartDuringRefusal: Restart comes while the holder is

@@ -51,10 +51,8 @@ func (d *DRBR[T]) TransmitBurst(vs []T) (int, error) {
 			// Stalled: defer without calling xmit (nobody may until a
 			// restart), whatever the producer count.
 			return d.deferItems(vs, false)
-		case s>>stProducerShift < d.limit:
-			if d.state.CompareAndSwap(s, s+stOneProducer) {
-				return d.deferItems(vs, true)
-			}
+		case d.admit():
+			return d.deferItems(vs, true)
 		default:
 			// Producer limit reached (or no deferral): block on the
 			// lock, as simple_tx senders do on ift_mtx.
@@ -131,22 +129,37 @@ func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
 	return i + n, err
 }
 
+// admit reports whether a sender that found the lock taken may defer under
+// the MaxProducers limit, and if so counts it among the deferring senders.
+func (d *DRBR[T]) admit() bool {
+	if d.limit == 0 {
+		return false
+	}
+	if uint64(d.producers.Add(1)) <= d.limit {
+		return true
+	}
+	d.producers.Add(-1)
+	return false
+}
+
 // deferItems puts vs in the ring, waiting for space as needed, and
 // announces each run it published (announce). admitted says the caller
-// holds a producer slot, which the last announcement gives back.
+// holds a producer slot (admit), which it gives back at the end.
 func (d *DRBR[T]) deferItems(vs []T, admitted bool) (int, error) {
+	if admitted {
+		defer d.producers.Add(-1)
+	}
 	var b wait.Backoff
 	done := 0
 	waited := false
 	for {
 		n, err := d.ring.EnqueueBurst(vs[done:])
 		done += n
-		last := err != ErrFull
-		if n > 0 && d.testHookPublished != nil {
-			d.testHookPublished()
-		}
-		if n > 0 || admitted && last {
-			d.announce(admitted && last)
+		if n > 0 {
+			if d.testHookPublished != nil {
+				d.testHookPublished()
+			}
+			d.announce()
 		}
 		switch err {
 		case nil:

@@ -16,38 +16,42 @@ const (
 	stStalled             // xmit refused the head; nobody calls xmit until a restart
 	stRestart             // Restart came while locked; the holder retries the head
 	stClosed              // Close: nothing enters, nothing more is sent
-
-	stProducerShift = 32                   // the deferring senders' count lives above this bit
-	stOneProducer   = 1 << stProducerShift // one deferring sender
 )
 
 // Why no item is stranded (left in the ring, not stalled and not closed,
 // with the lock free and nobody about to look), under the Go memory model.
 //
 // A deferring sender publishes its item in the ring (MPSC.publish: an
-// atomic Store) and then announces it with one read-modify-write on state
-// (announce). A holder gives the lock up with one CompareAndSwap that
-// expects the state it last looked at (unlock). Both are RMWs on the same
-// word, so they are ordered, and a successful CAS read the value the other
-// left:
+// atomic Store) and then announces it with an atomic operation on state
+// (announce): a CAS that sets stPending or takes the free lock, or, when
+// the lock is held and stPending is already set, just a load. A holder
+// clears stPending with a CAS before each look at the ring, and gives the
+// lock up with a CAS that expects the state it last looked at (unlock).
+// Go's atomics are sequentially consistent, so all of these fall in one
+// total order, each load and each successful CAS seeing the value the
+// operation before it left:
 //
-//   - If the announcement comes first, the holder's release CAS either
-//     sees stPending (and the holder drains again before releasing), or
-//     fails because state changed and it re-reads it. The holder's drain
-//     comes after the announcement, which comes after the publication, so
-//     the drain sees the item (its Load of the run's sequence word follows
-//     the sender's Store in the total order).
+//   - If the sender's CAS sets stPending, the holder's release CAS, which
+//     expects a state without it, fails; the holder re-reads, clears
+//     stPending with a CAS and drains again. That drain comes after the
+//     announcement, which comes after the publication, so it sees the
+//     item (its load of the run's sequence word follows the sender's
+//     store).
+//   - If the sender's load sees stPending already set with the lock held,
+//     the CAS that will clear it comes later in the order, and the drain
+//     that follows that CAS sees the item, for the same reason.
 //   - If the release comes first, the announcement's CAS sees the lock
 //     free and takes it: the sender drains its own item.
 //
 // The one case where an announced item is not drained at once is the
 // queue being stalled; then the item waits, by design, for the owner's
-// Restart, which is itself an RMW on state that either finds the lock free
+// Restart, which is itself a CAS on state that either finds the lock free
 // (and drains, seeing every item announced before it) or sets stRestart
-// for the holder. An item whose producer reserved its slot but has not
-// published yet is invisible to a drain; that producer's own announcement,
-// after its publication, triggers the drain that sends it and everything
-// published behind it.
+// for the holder. (A holder that leaves with stPending cleared because its
+// Restart quota ran out reports more, and the owner calls again.) An item
+// whose producer reserved its slot but has not published yet is invisible
+// to a drain; that producer's own announcement, after its publication,
+// triggers the drain that sends it and everything published behind it.
 //
 // What this replaces: mxge(4)'s and ixgbe's drbr code relies on the
 // producer's mtx_trylock after drbr_enqueue; the previous version here used
@@ -132,30 +136,26 @@ func (d *DRBR[T]) unlock(budget int) (sent int, more bool) {
 
 // announce is a deferring sender's step after publishing items in the
 // ring: mark them pending for the holder, or take the free lock and send
-// them. drop also gives back the sender's producer slot, in the same CAS.
-// A stalled queue keeps the items for Restart, unless CanRestart says the
-// descriptors are back.
-func (d *DRBR[T]) announce(drop bool) {
+// them. A stalled queue keeps the items for Restart, unless CanRestart says
+// the descriptors are back.
+//
+// While a holder is draining, stPending is usually set already and the
+// announcement is one load: the holder clears stPending before it looks at
+// the ring again, so that look comes after this load and sees the items.
+func (d *DRBR[T]) announce() {
 	for {
 		s := d.state.Load()
 		ns := s
-		if drop {
-			ns -= stOneProducer
-		}
 		switch {
 		case s&stClosed != 0:
-			// Flush frees them.
+			return // Flush frees them.
 		case s&stLocked != 0:
-			// Already pending and nothing to give back: the holder has
-			// yet to clear stPending, which it does before it looks at
-			// the ring again, so that look comes after this load and
-			// sees the items. No CAS needed.
 			ns |= stPending
 			if s&stStalled != 0 && d.canRestart != nil && d.canRestart() {
 				ns = ns&^stStalled | stRestart
 			}
 		case s&stStalled != 0 && (d.canRestart == nil || !d.canRestart()):
-			// Restart sends them.
+			return // Restart sends them.
 		default:
 			ns = ns&^(stStalled|stPending|stRestart) | stLocked
 			if d.state.CompareAndSwap(s, ns) {

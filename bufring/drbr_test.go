@@ -395,6 +395,7 @@ func TestDRBRStress(t *testing.T) {
 					wg.Wait()
 					require.Zero(t, d.Pending(), "items stranded in the ring after every Transmit returned")
 					require.Zero(t, d.state.Load(), "lock word not idle")
+					require.Zero(t, d.producers.Load(), "a deferring sender not counted out")
 					checkSent(t, w.got(), senders, n)
 					s := d.Stats()
 					checkBalance(t, d, uint64(senders*n))

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // stressItems is how many items each producer sends in the stress tests.
@@ -100,9 +102,9 @@ func TestStressMPSC(t *testing.T) {
 					total += len(got)
 				}
 				wg.Wait()
-				if _, ok := r.DequeueSC(); ok || r.Count() != 0 {
-					t.Fatal("extra item after all were received")
-				}
+				_, ok := r.DequeueSC()
+				require.False(t, ok, "extra item after all were received")
+				require.Zero(t, r.Count())
 			})
 		}
 	}
@@ -162,9 +164,7 @@ func TestStressMPMC(t *testing.T) {
 	cwg.Wait()
 	for p := range seen {
 		for seq, c := range seen[p] {
-			if c != 1 {
-				t.Fatalf("producer %d seq %d seen %d times", p, seq, c)
-			}
+			require.Equal(t, uint8(1), c, "producer %d seq %d: seen count", p, seq)
 		}
 	}
 }

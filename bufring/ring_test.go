@@ -1,9 +1,12 @@
 package bufring
 
 import (
-	"errors"
 	"math"
+	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // newRingAt returns a ring whose indices (and cached copies) all start at
@@ -11,9 +14,7 @@ import (
 func newRingAt[T any](t testing.TB, size int, start uint32) *Ring[T] {
 	t.Helper()
 	r, err := New[T](size)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, idx := range []interface{ Store(uint32) }{&r.prodHead, &r.prodTail, &r.prodConsTail, &r.consHead, &r.consTail, &r.consProdTail} {
 		idx.Store(start)
 	}
@@ -56,40 +57,31 @@ func TestBufRingCases(t *testing.T) {
 	for _, dq := range dequeuers {
 		for _, start := range starts {
 			r := newRingAt[int](t, 4, start)
+			at := func(step string) string { return dq.name + " start " + hex(start) + " " + step }
 			check := func(step string, count int, full, empty bool) {
 				t.Helper()
-				if r.Count() != count || r.Full() != full || r.Empty() != empty {
-					t.Fatalf("%s start %#x %s: count %d full %v empty %v, want %d %v %v",
-						dq.name, start, step, r.Count(), r.Full(), r.Empty(), count, full, empty)
-				}
+				require.Equal(t, count, r.Count(), "%s: Count", at(step))
+				require.Equal(t, full, r.Full(), "%s: Full", at(step))
+				require.Equal(t, empty, r.Empty(), "%s: Empty", at(step))
 			}
 			want := func(v int, ok bool) {
 				t.Helper()
 				got, gotOK := dq.fn(r)
-				if got != v || gotOK != ok {
-					t.Fatalf("%s start %#x: dequeue = %d, %v; want %d, %v", dq.name, start, got, gotOK, v, ok)
-				}
+				require.Equal(t, ok, gotOK, "%s: dequeue ok", at(""))
+				require.Equal(t, v, got, "%s: dequeued value", at(""))
 			}
 			want(0, false)
 			check("new", 0, false, true)
 			for v := 1; v <= 3; v++ {
-				if err := r.Enqueue(v); err != nil {
-					t.Fatalf("%s: Enqueue(%d) = %v", dq.name, v, err)
-				}
+				require.NoError(t, r.Enqueue(v), "%s: Enqueue(%d)", dq.name, v)
 			}
-			if err := r.Enqueue(4); !errors.Is(err, ErrFull) {
-				t.Fatalf("%s: fourth Enqueue = %v, want ErrFull", dq.name, err)
-			}
-			if r.Drops() != 1 {
-				t.Fatalf("Drops = %d, want 1", r.Drops())
-			}
+			require.ErrorIs(t, r.Enqueue(4), ErrFull, "%s: fourth Enqueue", dq.name)
+			require.Equal(t, uint64(1), r.Drops())
 			check("filled", 3, true, false)
 			want(1, true)
 			want(2, true)
 			check("partly emptied", 1, false, false)
-			if err := r.Enqueue(5); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Enqueue(5))
 			check("refilled", 2, false, false)
 			want(3, true)
 			want(5, true)
@@ -97,9 +89,7 @@ func TestBufRingCases(t *testing.T) {
 			check("emptied", 0, false, true)
 			for i := 0; i < 8; i++ {
 				for _, base := range []int{100, 200, 300} {
-					if err := r.Enqueue(base + i); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, r.Enqueue(base+i))
 				}
 				check("wrap fill", 3, true, false)
 				want(100+i, true)
@@ -111,21 +101,23 @@ func TestBufRingCases(t *testing.T) {
 	}
 }
 
+func hex(v uint32) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
+
 func TestNewBadSize(t *testing.T) {
 	for _, size := range []int{0, 1, 3, 6, -1, -4, math.MaxInt} {
 		r, err := New[int](size)
-		if r != nil || !errors.Is(err, ErrInvalid) {
-			t.Errorf("New(%d) = %v, %v; want nil, ErrInvalid", size, r, err)
-		}
+		assert.Nil(t, r, "New(%d)", size)
+		assert.ErrorIs(t, err, ErrInvalid, "New(%d)", size)
 		var ae *ArgError
-		if !errors.As(err, &ae) || ae.Value != size || ae.Arg != "size" {
-			t.Errorf("New(%d): error %v is not an *ArgError for size", size, err)
+		if assert.ErrorAs(t, err, &ae, "New(%d)", size) {
+			assert.Equal(t, size, ae.Value)
+			assert.Equal(t, "size", ae.Arg)
 		}
 	}
 	for _, size := range []int{2, 4, 1024} {
 		r, err := New[int](size)
-		if err != nil || r.Cap() != size-1 {
-			t.Errorf("New(%d) = cap %v, %v; want cap %d", size, r.Cap(), err, size-1)
+		if assert.NoError(t, err, "New(%d)", size) {
+			assert.Equal(t, size-1, r.Cap(), "New(%d)", size)
 		}
 	}
 }
@@ -133,48 +125,38 @@ func TestNewBadSize(t *testing.T) {
 func TestPeekPutbackAdvance(t *testing.T) {
 	for _, start := range starts {
 		r := newRingAt[int](t, 4, start)
-		if err := r.TryPutback(7); !errors.Is(err, ErrEmpty) {
-			t.Fatalf("TryPutback on empty = %v, want ErrEmpty", err)
-		}
+		require.ErrorIs(t, r.TryPutback(7), ErrEmpty, "TryPutback on empty")
 		r.Putback(7) // FreeBSD asserts; here a no-op that must not corrupt
 		r.Advance()  // no-op on empty, as in buf_ring_advance_sc
-		if !r.Empty() || r.Count() != 0 {
-			t.Fatalf("ring not empty after Putback/Advance on empty: count %d", r.Count())
-		}
-		if _, ok := r.Peek(); ok {
-			t.Fatal("Peek on empty returned an item")
-		}
+		require.True(t, r.Empty(), "ring not empty after Putback/Advance on empty")
+		require.Zero(t, r.Count())
+		_, ok := r.Peek()
+		require.False(t, ok, "Peek on empty returned an item")
 		for v := 1; v <= 3; v++ {
-			if err := r.Enqueue(v); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Enqueue(v))
 		}
-		if v, ok := r.Peek(); v != 1 || !ok {
-			t.Fatalf("Peek = %d, %v; want 1", v, ok)
-		}
-		if v, ok := r.Peek(); v != 1 || !ok || r.Count() != 3 {
-			t.Fatalf("second Peek = %d, %v, count %d; want 1, count 3", v, ok, r.Count())
-		}
+		v, ok := r.Peek()
+		require.True(t, ok)
+		require.Equal(t, 1, v, "Peek")
+		v, ok = r.Peek()
+		require.True(t, ok)
+		require.Equal(t, 1, v, "second Peek")
+		require.Equal(t, 3, r.Count(), "Peek does not remove")
 		r.Putback(10)
-		if v, _ := r.Peek(); v != 10 {
-			t.Fatalf("Peek after Putback = %d, want 10", v)
-		}
-		if v, _ := r.DequeueSC(); v != 10 {
-			t.Fatalf("DequeueSC after Putback = %d, want 10", v)
-		}
+		v, _ = r.Peek()
+		require.Equal(t, 10, v, "Peek after Putback")
+		v, _ = r.DequeueSC()
+		require.Equal(t, 10, v, "DequeueSC after Putback")
 		r.Advance() // drops 2 from the head
-		if v, ok := r.DequeueSC(); v != 3 || !ok {
-			t.Fatalf("DequeueSC = %d, %v; want 3", v, ok)
-		}
-		if !r.Empty() || r.Full() || r.Count() != 0 {
-			t.Fatal("ring not empty at the end")
-		}
-		if err := r.Enqueue(4); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := r.DequeueMC(); v != 4 {
-			t.Fatalf("ring unusable after misuse: got %d, want 4", v)
-		}
+		v, ok = r.DequeueSC()
+		require.True(t, ok)
+		require.Equal(t, 3, v)
+		require.True(t, r.Empty(), "ring not empty at the end")
+		require.False(t, r.Full())
+		require.Zero(t, r.Count())
+		require.NoError(t, r.Enqueue(4))
+		v, _ = r.DequeueMC()
+		require.Equal(t, 4, v, "ring unusable after misuse")
 	}
 }
 
@@ -183,43 +165,33 @@ func TestPeekPutbackAdvance(t *testing.T) {
 func TestBurstBoundaries(t *testing.T) {
 	for _, start := range starts {
 		r := newRingAt[int](t, 8, start) // capacity 7
-		if n := r.EnqueueBurst(nil); n != 0 {
-			t.Fatalf("EnqueueBurst(nil) = %d", n)
-		}
-		if n := r.EnqueueBurst([]int{1, 2, 3}); n != 3 {
-			t.Fatalf("EnqueueBurst 3 = %d", n)
-		}
+		require.Zero(t, r.EnqueueBurst(nil), "EnqueueBurst(nil)")
+		require.Equal(t, 3, r.EnqueueBurst([]int{1, 2, 3}), "EnqueueBurst 3")
 		// Exactly the free count: all taken, ring full, no drops.
-		if n := r.EnqueueBurst([]int{4, 5, 6, 7}); n != 4 || !r.Full() || r.Drops() != 0 {
-			t.Fatalf("EnqueueBurst at free count = %d, full %v, drops %d", n, r.Full(), r.Drops())
-		}
-		if n := r.EnqueueBurst([]int{8}); n != 0 || r.Drops() != 1 {
-			t.Fatalf("EnqueueBurst on full = %d, drops %d; want 0, 1", n, r.Drops())
-		}
+		require.Equal(t, 4, r.EnqueueBurst([]int{4, 5, 6, 7}), "EnqueueBurst at free count")
+		require.True(t, r.Full())
+		require.Zero(t, r.Drops())
+		require.Zero(t, r.EnqueueBurst([]int{8}), "EnqueueBurst on full")
+		require.Equal(t, uint64(1), r.Drops())
 		dst := make([]int, 5)
-		if n := r.DequeueBurstSC(dst); n != 5 || !equal(dst, []int{1, 2, 3, 4, 5}) {
-			t.Fatalf("DequeueBurstSC = %d %v", n, dst)
-		}
+		require.Equal(t, 5, r.DequeueBurstSC(dst))
+		require.Equal(t, []int{1, 2, 3, 4, 5}, dst)
 		// Free is 5; offer 6: a prefix of 5 is taken, 1 dropped. These slots
 		// wrap around the end of the slot array.
-		if n := r.EnqueueBurst([]int{8, 9, 10, 11, 12, 13}); n != 5 || r.Drops() != 2 {
-			t.Fatalf("partial EnqueueBurst = %d, drops %d; want 5, 2", n, r.Drops())
-		}
+		require.Equal(t, 5, r.EnqueueBurst([]int{8, 9, 10, 11, 12, 13}), "partial EnqueueBurst")
+		require.Equal(t, uint64(2), r.Drops())
 		big := make([]int, 20)
-		if n := r.DequeueBurstMC(big[:3]); n != 3 || !equal(big[:3], []int{6, 7, 8}) {
-			t.Fatalf("DequeueBurstMC = %d %v", n, big[:3])
-		}
-		if n := r.DequeueBurstSC(big); n != 4 || !equal(big[:4], []int{9, 10, 11, 12}) {
-			t.Fatalf("DequeueBurstSC rest = %d %v", n, big[:4])
-		}
-		if r.DequeueBurstSC(big) != 0 || r.DequeueBurstMC(big) != 0 || r.DequeueBurstSC(nil) != 0 || !r.Empty() {
-			t.Fatal("burst dequeue from empty ring returned items")
-		}
+		require.Equal(t, 3, r.DequeueBurstMC(big[:3]))
+		require.Equal(t, []int{6, 7, 8}, big[:3])
+		require.Equal(t, 4, r.DequeueBurstSC(big), "DequeueBurstSC rest")
+		require.Equal(t, []int{9, 10, 11, 12}, big[:4])
+		require.Zero(t, r.DequeueBurstSC(big), "burst dequeue from empty ring")
+		require.Zero(t, r.DequeueBurstMC(big))
+		require.Zero(t, r.DequeueBurstSC(nil))
+		require.True(t, r.Empty())
 		// Slots are cleared after reading.
 		for i, v := range r.slots {
-			if v != 0 {
-				t.Fatalf("slot %d holds %d after everything was dequeued", i, v)
-			}
+			require.Zero(t, v, "slot %d after everything was dequeued", i)
 		}
 	}
 }
@@ -236,9 +208,7 @@ func TestClearsSlots(t *testing.T) {
 	r.Peek()
 	r.Advance()
 	for i, p := range r.slots {
-		if p != nil {
-			t.Fatalf("slot %d still references %d", i, *p)
-		}
+		require.Nil(t, p, "slot %d still holds a reference", i)
 	}
 }
 

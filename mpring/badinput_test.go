@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestNewRejects(t *testing.T) {
@@ -11,25 +13,32 @@ func TestNewRejects(t *testing.T) {
 	can := func(*Ring[int]) bool { return false }
 	for _, size := range []int{-1, 0, 1, MaxSize + 1} {
 		r, err := New(size, drain, can)
+		assert.Nil(t, r, "New(%d)", size)
+		assert.ErrorIs(t, err, ErrInvalid, "New(%d)", size)
 		var ce *ConfigError
-		if r != nil || !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Param != "size" || ce.Value != size {
-			t.Errorf("New(%d) = %v, %v; want nil and a size ConfigError", size, r, err)
+		if assert.ErrorAs(t, err, &ce, "New(%d)", size) {
+			assert.Equal(t, "size", ce.Param)
+			assert.Equal(t, size, ce.Value)
 		}
 	}
 	for _, size := range []int{MinSize, 3, 2048, MaxSize} {
-		if r, err := New(size, drain, can); err != nil || r.Size() != size {
-			t.Errorf("New(%d): %v", size, err)
+		r, err := New(size, drain, can)
+		if assert.NoError(t, err, "New(%d)", size) {
+			assert.Equal(t, size, r.Size())
 		}
 	}
-	if _, err := New(8, nil, can); !errors.Is(err, ErrInvalid) || err.(*ConfigError).Param != "drain" {
-		t.Errorf("nil drain: %v", err)
+	var ce *ConfigError
+	_, err := New(8, nil, can)
+	assert.ErrorIs(t, err, ErrInvalid, "nil drain")
+	if assert.ErrorAs(t, err, &ce) {
+		assert.Equal(t, "drain", ce.Param)
 	}
-	if _, err := New[int](8, drain, nil); !errors.Is(err, ErrInvalid) || err.(*ConfigError).Param != "canDrain" {
-		t.Errorf("nil canDrain: %v", err)
+	_, err = New[int](8, drain, nil)
+	assert.ErrorIs(t, err, ErrInvalid, "nil canDrain")
+	if assert.ErrorAs(t, err, &ce) {
+		assert.Equal(t, "canDrain", ce.Param)
 	}
-	if msg := (&ConfigError{Param: "size", Value: 1}).Error(); msg == "" {
-		t.Error("empty message")
-	}
+	assert.NotEmpty(t, (&ConfigError{Param: "size", Value: 1}).Error())
 }
 
 func TestEmptyEnqueueChangesNothing(t *testing.T) {

@@ -1,8 +1,9 @@
 package mpring
 
 import (
-	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // all, as a script step, consumes everything the drain callback is offered.
@@ -49,36 +50,26 @@ func (s *scripted) canDrain(*Ring[int]) bool {
 func newScripted(t *testing.T, size int, s *scripted) *Ring[int] {
 	t.Helper()
 	r, err := New(size, s.drain, s.canDrain)
-	if err != nil {
-		t.Fatalf("New(%d): %v", size, err)
-	}
+	require.NoError(t, err, "New(%d)", size)
 	return r
 }
 
 func wantStats(t *testing.T, r *Ring[int], want Stats) {
 	t.Helper()
-	if got := r.Stats(); got != want {
-		t.Fatalf("Stats() = %+v, want %+v", got, want)
-	}
+	require.Equal(t, want, r.Stats(), "Stats()")
 }
 
 func wantState(t *testing.T, r *Ring[int], want State) {
 	t.Helper()
-	if got := r.State(); got != want {
-		t.Fatalf("State() = %v, want %v", got, want)
-	}
+	require.Equal(t, want, r.State(), "State()")
 }
 
 func wantGot(t *testing.T, s *scripted, want ...int) {
 	t.Helper()
-	if !slices.Equal(s.got, want) {
-		t.Fatalf("consumed %v, want %v", s.got, want)
-	}
+	require.Equal(t, want, s.got, "consumed")
 }
 
 func mustEnqueue(t *testing.T, r *Ring[int], items []int, budget int, abdicate bool) {
 	t.Helper()
-	if err := r.Enqueue(items, budget, abdicate); err != nil {
-		t.Fatalf("Enqueue(%v, %d, %v): %v", items, budget, abdicate, err)
-	}
+	require.NoError(t, r.Enqueue(items, budget, abdicate), "Enqueue(%v, %d, %v)", items, budget, abdicate)
 }
