@@ -12,8 +12,40 @@ import (
 // and count; so does a sender blocked for ring space or for the lock when
 // Close comes. It returns ErrUninitialized for a nil or zero DRBR.
 //
-// It is TransmitBurst of one item.
+// It is TransmitBurst of one item, with the direct send inline.
 func (d *DRBR[T]) Transmit(v T) error {
+	if d.ok() {
+		// The common case inline: lock free, queue open and not stalled,
+		// nothing deferred (drbr_needs_enqueue false): xmit v directly.
+		s := d.state.Load()
+		if s&(stLocked|stStalled|stClosed) == 0 && d.state.CompareAndSwap(s, s|stLocked) {
+			if !d.hasStash && d.ring.unreserved() {
+				d.cur = v
+				ok := d.xmit(&d.cur)
+				v = d.cur
+				var zero T
+				d.cur = zero
+				if ok {
+					d.h.direct++
+					d.unrung++
+					d.unlock(-1)
+					return nil
+				}
+				d.h.refused++
+				if !d.retryAfterRefusal() {
+					d.stash, d.hasStash = v, true
+					d.stashed.Store(true)
+					d.h.stashed++
+					d.unlock(-1)
+					return nil
+				}
+				// A restart came in: the general path below retries.
+			}
+			vs := [1]T{v}
+			_, err := d.sendLocked(vs[:])
+			return err
+		}
+	}
 	vs := [1]T{v}
 	_, err := d.TransmitBurst(vs[:])
 	return err
