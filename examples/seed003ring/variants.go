@@ -34,7 +34,7 @@ type variant struct {
 	name string
 	// review is the Gb/s the review measured at fan-in 1..64, nil if none.
 	review []float64
-	make func(n *nic) (queue, error)
+	make   func(n *nic) (queue, error)
 }
 
 // fanIns are the review's thread counts per queue.
