@@ -350,7 +350,7 @@ func BenchmarkDRBRTransmit(b *testing.B) {
 					var send func(v uint64)
 					var d *DRBR[uint64]
 					if mode.maxP != 0 {
-						d, _ = NewDRBRWith(DRBRConfig[uint64]{MaxProducers: mode.maxP, Xmit: xmit})
+						d, _ = NewDRBRWith(DRBRConfig[uint64]{MaxProducers: mode.maxP, Xmit: asXmit(xmit)})
 						send = func(v uint64) { _ = d.Transmit(v) }
 					} else {
 						var mu sync.Mutex
@@ -394,14 +394,14 @@ func BenchmarkDRBRUncontended(b *testing.B) {
 	xmit := func(v *uint64) bool { sent += *v; return true }
 	bell := func() { bells++ }
 	b.Run("drbr", func(b *testing.B) {
-		d, _ := NewDRBRWith(DRBRConfig[uint64]{Xmit: xmit, Doorbell: bell})
+		d, _ := NewDRBRWith(DRBRConfig[uint64]{Xmit: asXmit(xmit), Doorbell: bell})
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			_ = d.Transmit(uint64(i))
 		}
 	})
 	b.Run("drbr-burst32", func(b *testing.B) {
-		d, _ := NewDRBRWith(DRBRConfig[uint64]{Xmit: xmit, Doorbell: bell})
+		d, _ := NewDRBRWith(DRBRConfig[uint64]{Xmit: asXmit(xmit), Doorbell: bell})
 		var vs [benchBurst]uint64
 		b.ReportAllocs()
 		for i := 0; i < b.N; i += benchBurst {

@@ -48,15 +48,18 @@ type DRBRConfig[T any] struct {
 	// Restart sends. 0 means DefaultDrainQuota; negative means no limit.
 	DrainQuota int
 	// Xmit sends one item with the queue lock held (iflib_encap plus the
-	// doorbell decision of iflib_simple_transmit). It returns true when it
-	// took ownership of *v (sent it, or dropped and counted it), false when
-	// it lacked descriptors: the item then stays at the head and the queue
-	// is stalled until Restart. It may replace *v before returning false
-	// (m_defrag), and the replacement is what stays queued
-	// (drbr_putback). It must not call Transmit, TransmitBurst, Restart,
-	// Do, TryDo, Flush or Close on the same DRBR; Pending, Stalled and
-	// Stats are safe.
-	Xmit func(v *T) bool
+	// doorbell decision of iflib_simple_transmit). It returns nil when it
+	// sent *v, ErrRefused when it lacked descriptors (the item then stays at
+	// the head and the queue is stalled until Restart), or another error
+	// when it dropped *v itself (it owns it: freed and counted). Transmit and
+	// TransmitBurst return such an error to the caller when the dropped item
+	// was the caller's own, sent in its own call, so that a drop happening
+	// inside the caller's call is reported as a direct send would report it.
+	// Xmit may replace *v before returning ErrRefused (m_defrag), and the
+	// replacement is what stays queued (drbr_putback). It must not call
+	// Transmit, TransmitBurst, Restart, Do, TryDo, Flush or Close on the same
+	// DRBR; Pending, Stalled and Stats are safe.
+	Xmit func(v *T) error
 	// Doorbell, if set, is called with the lock held once after each run
 	// of Xmit calls that sent at least one item, before the lock is
 	// released: iflib rings the NIC's doorbell (ift_txd_flush through
@@ -89,7 +92,7 @@ type DRBRStats struct {
 	Returned  uint64 // items handed back to their callers after Close
 	LockWaits uint64 // calls that blocked on the lock (producer limit reached, or no deferral)
 	FullWaits uint64 // calls that waited for ring space (nothing is ever dropped)
-	Refused   uint64 // xmit calls that returned false (no descriptors)
+	Refused   uint64 // xmit calls that returned ErrRefused (no descriptors)
 	Stalls    uint64 // times the queue stalled: a refusal with no Restart pending
 	Doorbells uint64 // Doorbell calls
 }
@@ -157,7 +160,7 @@ const statsEvery = 64
 type DRBR[T any] struct {
 	// Read-only after construction.
 	ring       *MPSC[T]
-	xmit       func(*T) bool
+	xmit       func(*T) error
 	doorbell   func()
 	canRestart func() bool
 	cfg        DRBRConfig[T] // the resolved configuration
@@ -246,42 +249,6 @@ func NewDRBRWith[T any](cfg DRBRConfig[T]) (*DRBR[T], error) {
 		d.limit = uint64(cfg.MaxProducers)
 	}
 	d.cfg = cfg
-	return d, nil
-}
-
-// XmitFunc is the transmit callback of the deprecated NewDRBR: it receives
-// the item by value, so it cannot hand back a replacement.
-//
-// Deprecated: use DRBRConfig.Xmit.
-type XmitFunc[T any] func(v T) bool
-
-// NewDRBR returns a DRBR of size slots sending through xmit; maxProducers
-// 0 means no deferral and a value above GOMAXPROCS unlimited deferral.
-//
-// Deprecated: NewDRBR takes two adjacent ints that are easy to swap. Use
-// NewDRBRWith(DRBRConfig{Size: size, MaxProducers: maxProducers, Xmit:
-// ...}), where no deferral is MaxProducers −1 and 0 is the default.
-func NewDRBR[T any](size, maxProducers int, xmit XmitFunc[T]) (*DRBR[T], error) {
-	if size == 0 {
-		return nil, &ArgError{Func: "NewDRBR", Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
-	}
-	if maxProducers < 0 {
-		return nil, &ArgError{Func: "NewDRBR", Arg: "maxProducers", Value: maxProducers, Want: "≥ 0"}
-	}
-	if xmit == nil {
-		return nil, &ArgError{Func: "NewDRBR", Arg: "xmit", Value: 0, Want: "a non-nil XmitFunc"}
-	}
-	if maxProducers == 0 {
-		maxProducers = -1
-	}
-	d, err := NewDRBRWith(DRBRConfig[T]{
-		Size:         size,
-		MaxProducers: maxProducers,
-		Xmit:         func(v *T) bool { return xmit(*v) },
-	})
-	if err != nil {
-		return nil, &ArgError{Func: "NewDRBR", Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
-	}
 	return d, nil
 }
 

@@ -22,7 +22,7 @@ func (d *DRBR[T]) drainLocked(quota int) (sent int, stalled bool) {
 		} else if p = d.ring.peekPtr(); p == nil {
 			return sent, false
 		}
-		if !d.xmit(p) {
+		if d.xmit(p) == ErrRefused {
 			d.h.refused++
 			if d.retryAfterRefusal() {
 				continue
@@ -90,28 +90,6 @@ func (d *DRBR[T]) restart(quota int) (sent int, more bool, err error) {
 	return sent + n, (left || owed) && !d.Stalled(), nil
 }
 
-// Drain sends up to quota deferred items, clearing a stall first, and
-// reports whether to call again. quota ≤ 0 returns an *ArgError matching
-// ErrInvalid.
-//
-// Deprecated: use Restart, whose quota is DrainQuota.
-func (d *DRBR[T]) Drain(quota int) (more bool, err error) {
-	_, more, err = d.DrainSent(quota)
-	return more, err
-}
-
-// DrainSent is Drain that also returns how many items it sent.
-//
-// Deprecated: use Restart.
-func (d *DRBR[T]) DrainSent(quota int) (sent int, more bool, err error) {
-	if !d.ok() {
-		return 0, false, ErrUninitialized
-	}
-	if quota <= 0 {
-		return 0, false, &ArgError{Func: "Drain", Arg: "quota", Value: quota, Want: "> 0"}
-	}
-	return d.restart(quota)
-}
 
 // Do runs f with the queue lock held, blocking until it can take it, so
 // that the owner's own work on the queue (iflib's reclaim,

@@ -74,7 +74,7 @@ func TestHandshakeRestartDuringRefusal(t *testing.T) {
 	calls := 0
 	var sent []uint64
 	var d *DRBR[uint64]
-	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: 8, Xmit: func(v *uint64) bool {
+	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: 8, Xmit: asXmit(func(v *uint64) bool {
 		calls++
 		if calls == 1 {
 			// A completion on another goroutine: Restart finds the lock
@@ -92,7 +92,7 @@ func TestHandshakeRestartDuringRefusal(t *testing.T) {
 		}
 		sent = append(sent, *v)
 		return true
-	}})
+	})})
 	require.NoError(t, err)
 	require.NoError(t, d.Transmit(5))
 	assert.Equal(t, []uint64{5}, sent)

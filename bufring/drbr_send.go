@@ -7,10 +7,12 @@ import (
 )
 
 // Transmit hands v to d. A nil error means d owns v: it was sent now or is
-// deferred, never dropped. After Close it returns the close error (matching
-// ErrClosed, and Close's cause) and v still belongs to the caller, to free
-// and count; so does a sender blocked for ring space or for the lock when
-// Close comes. It returns ErrUninitialized for a nil or zero DRBR.
+// deferred, never dropped for lack of room. An error from Xmit means d owned
+// v too, and Xmit dropped it during this call (the caller sent it directly).
+// After Close it returns the close error (matching ErrClosed, and Close's
+// cause) and v still belongs to the caller, to free and count; so does a
+// sender blocked for ring space or for the lock when Close comes. It returns
+// ErrUninitialized for a nil or zero DRBR.
 //
 // It is TransmitBurst of one item, with the direct send inline.
 func (d *DRBR[T]) Transmit(v T) error {
@@ -21,15 +23,15 @@ func (d *DRBR[T]) Transmit(v T) error {
 		if s&(stLocked|stStalled|stClosed) == 0 && d.state.CompareAndSwap(s, s|stLocked) {
 			if !d.hasStash && d.ring.unreserved() {
 				d.cur = v
-				ok := d.xmit(&d.cur)
+				err := d.xmit(&d.cur)
 				v = d.cur
 				var zero T
 				d.cur = zero
-				if ok {
+				if err != ErrRefused {
 					d.h.direct++
 					d.unrung++
 					d.unlock(-1)
-					return nil
+					return err // nil, or the drop of the caller's own item
 				}
 				d.h.refused++
 				if !d.retryAfterRefusal() {
@@ -55,9 +57,11 @@ func (d *DRBR[T]) Transmit(v T) error {
 // burst: a sender that finds the lock free sends them all under it (after
 // what was deferred before them), and a deferring sender puts them in the
 // ring with as few reservations as the free space allows. It returns how
-// many d took: len(vs) with a nil error, or n < len(vs) with the close
-// error, in which case vs[n:] still belong to the caller. Items of one
-// burst keep their order; another sender's items may go out between them.
+// many d took: len(vs) with a nil error (or with the first error Xmit
+// returned for one of vs it dropped during this call), or n < len(vs) with
+// the close error, in which case vs[n:] still belong to the caller. Items
+// of one burst keep their order; another sender's items may go out between
+// them.
 //
 // Xmit may have replaced an item (DRBRConfig.Xmit); the replacement is what
 // d keeps. vs itself is not retained.
@@ -119,12 +123,16 @@ func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
 		queue = stalled || !d.ring.unreserved()
 	}
 	i := 0
+	var dropped error // the first of the caller's own items xmit dropped
 	for !queue && i < len(vs) {
 		if d.state.Load()&stClosed != 0 {
 			break
 		}
 		d.cur = vs[i]
-		if d.xmit(&d.cur) {
+		if err := d.xmit(&d.cur); err != ErrRefused {
+			if err != nil && dropped == nil {
+				dropped = err
+			}
 			d.h.direct++
 			d.unrung++
 			i++
@@ -152,12 +160,15 @@ func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
 	d.unlock(-1)
 	switch {
 	case i == len(vs):
-		return i, nil
+		return i, dropped
 	case closed:
 		d.returned.Add(uint64(len(vs) - i))
 		return i, d.closeErr()
 	}
 	n, err := d.deferItems(vs[i:], false)
+	if err == nil {
+		err = dropped
+	}
 	return i + n, err
 }
 

@@ -1,6 +1,7 @@
 package bufring
 
 import (
+	"errors"
 	"runtime"
 	"slices"
 	"strconv"
@@ -61,7 +62,7 @@ func (w *wire) got() []uint64 {
 // newTestDRBR is a DRBR on w with the given size and producer limit.
 func newTestDRBR(t testing.TB, w *wire, size, maxProducers int) *DRBR[uint64] {
 	t.Helper()
-	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: size, MaxProducers: maxProducers, Xmit: w.xmit, Doorbell: w.doorbell})
+	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: size, MaxProducers: maxProducers, Xmit: asXmit(w.xmit), Doorbell: w.doorbell})
 	require.NoError(t, err)
 	return d
 }
@@ -102,9 +103,9 @@ func TestNewDRBRWithConfig(t *testing.T) {
 		cfg DRBRConfig[uint64]
 		arg string
 	}{
-		{DRBRConfig[uint64]{Size: 3, Xmit: ok}, "Size"},
-		{DRBRConfig[uint64]{Size: -8, Xmit: ok}, "Size"},
-		{DRBRConfig[uint64]{Size: 1, Xmit: ok}, "Size"},
+		{DRBRConfig[uint64]{Size: 3, Xmit: asXmit(ok)}, "Size"},
+		{DRBRConfig[uint64]{Size: -8, Xmit: asXmit(ok)}, "Size"},
+		{DRBRConfig[uint64]{Size: 1, Xmit: asXmit(ok)}, "Size"},
 		{DRBRConfig[uint64]{}, "Xmit"},
 	} {
 		d, err := NewDRBRWith(c.cfg)
@@ -115,7 +116,7 @@ func TestNewDRBRWithConfig(t *testing.T) {
 		assert.Nil(t, d)
 	}
 
-	d, err := NewDRBRWith(DRBRConfig[uint64]{Xmit: ok})
+	d, err := NewDRBRWith(DRBRConfig[uint64]{Xmit: asXmit(ok)})
 	require.NoError(t, err)
 	got := d.Config()
 	assert.Equal(t, DefaultDRBRSize, got.Size)
@@ -123,41 +124,10 @@ func TestNewDRBRWithConfig(t *testing.T) {
 	assert.Equal(t, DefaultDrainQuota, got.DrainQuota)
 	assert.Equal(t, DefaultDRBRSize, d.Cap())
 
-	d, err = NewDRBRWith(DRBRConfig[uint64]{Size: 8, MaxProducers: -5, DrainQuota: -3, Xmit: ok})
+	d, err = NewDRBRWith(DRBRConfig[uint64]{Size: 8, MaxProducers: -5, DrainQuota: -3, Xmit: asXmit(ok)})
 	require.NoError(t, err)
 	assert.Equal(t, -1, d.Config().MaxProducers, "negative MaxProducers resolves to -1 (no deferral)")
 	assert.Equal(t, -1, d.Config().DrainQuota, "negative DrainQuota resolves to -1 (no limit)")
-}
-
-func TestNewDRBRDeprecatedBadInput(t *testing.T) {
-	ok := func(uint64) bool { return true }
-	cases := []struct {
-		size, maxProducers int
-		xmit               XmitFunc[uint64]
-		arg                string
-	}{
-		{0, 1, ok, "size"}, {3, 1, ok, "size"}, {-8, 1, ok, "size"},
-		{8, -1, ok, "maxProducers"}, {8, 1, nil, "xmit"},
-	}
-	for _, c := range cases {
-		d, err := NewDRBR(c.size, c.maxProducers, c.xmit)
-		var ae *ArgError
-		require.ErrorIs(t, err, ErrInvalid)
-		require.ErrorAs(t, err, &ae)
-		assert.Equal(t, c.arg, ae.Arg, "NewDRBR(%d, %d, nil %v)", c.size, c.maxProducers, c.xmit == nil)
-		assert.Nil(t, d)
-	}
-	d, err := NewDRBR(8, DefaultMaxProducers, ok)
-	require.NoError(t, err)
-	assert.Equal(t, 8, d.Cap())
-	for _, q := range []int{0, -1} {
-		more, err := d.Drain(q)
-		assert.False(t, more)
-		assert.ErrorIs(t, err, ErrInvalid, "Drain(%d)", q)
-	}
-	d, err = NewDRBR(8, 0, ok)
-	require.NoError(t, err)
-	assert.Equal(t, -1, d.Config().MaxProducers, "NewDRBR's 0 is no deferral")
 }
 
 func TestDRBRZeroValue(t *testing.T) {
@@ -168,8 +138,6 @@ func TestDRBRZeroValue(t *testing.T) {
 		_, err := z.TransmitBurst([]uint64{1})
 		assert.ErrorIs(t, err, ErrUninitialized)
 		_, _, err = z.Restart()
-		assert.ErrorIs(t, err, ErrUninitialized)
-		_, err = z.Drain(8)
 		assert.ErrorIs(t, err, ErrUninitialized)
 		assert.ErrorIs(t, z.Do(func() {}), ErrUninitialized)
 		assert.False(t, z.TryDo(func() {}))
@@ -242,21 +210,7 @@ func TestDRBRRestartQuota(t *testing.T) {
 		assert.Equal(t, min(8, 20-8*i), sent, "Restart #%d", i)
 	}
 	checkSent(t, w.got(), 1, 20)
-	// The deprecated Drain is Restart with its own quota.
-	for v := uint64(20); v < 25; v++ {
-		w.credits.Store(0)
-		require.NoError(t, d.Transmit(v))
-	}
-	w.credits.Store(-1)
-	sent, more, err := d.DrainSent(3)
-	require.NoError(t, err)
-	assert.Equal(t, 3, sent)
-	assert.True(t, more)
-	more, err = d.Drain(3)
-	require.NoError(t, err)
-	assert.False(t, more)
-	checkSent(t, w.got(), 1, 25)
-	checkBalance(t, d, 25)
+	checkBalance(t, d, 20)
 }
 
 func TestDRBRFlush(t *testing.T) {
@@ -280,7 +234,7 @@ func TestDRBRFlush(t *testing.T) {
 func TestDRBRXmitReplaces(t *testing.T) {
 	var sent []uint64
 	credits := 0
-	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: 4, Xmit: func(v *uint64) bool {
+	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: 4, Xmit: asXmit(func(v *uint64) bool {
 		if *v < 100 {
 			*v += 100 // defragmented into a new packet
 		}
@@ -290,7 +244,7 @@ func TestDRBRXmitReplaces(t *testing.T) {
 		credits--
 		sent = append(sent, *v)
 		return true
-	}})
+	})})
 	require.NoError(t, err)
 	require.NoError(t, d.Transmit(1)) // refused after replacement: stash holds 101
 	require.NoError(t, d.Transmit(2)) // stalled: deferred as is
@@ -351,7 +305,7 @@ func TestDRBRDo(t *testing.T) {
 // it itself when CanRestart says the descriptors are back.
 func TestDRBRCanRestart(t *testing.T) {
 	w := newWire(1)
-	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: 8, Xmit: w.xmit, CanRestart: func() bool { return w.credits.Load() != 0 }})
+	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: 8, Xmit: asXmit(w.xmit), CanRestart: func() bool { return w.credits.Load() != 0 }})
 	require.NoError(t, err)
 	require.NoError(t, d.Transmit(0))
 	require.NoError(t, d.Transmit(1)) // refused: stalled
@@ -553,4 +507,37 @@ func TestDRBRHolderFullRing(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// asXmit adapts a test's yes/no transmit callback to DRBRConfig.Xmit:
+// false is a refusal (ErrRefused).
+func asXmit[T any](f func(*T) bool) func(*T) error {
+	return func(v *T) error {
+		if f(v) {
+			return nil
+		}
+		return ErrRefused
+	}
+}
+
+// An error from Xmit is a drop of the item: d took it, and the caller that
+// sent it directly learns of it from its own Transmit; a deferred item's
+// drop is the owner's business (Xmit counted it).
+func TestDRBRXmitDropReportedToItsSender(t *testing.T) {
+	errDrop := errors.New("dropped by xmit")
+	d, err := NewDRBRWith(DRBRConfig[uint64]{Size: 8, Xmit: func(v *uint64) error {
+		if *v%2 == 1 {
+			return errDrop
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	require.NoError(t, d.Transmit(2))
+	require.ErrorIs(t, d.Transmit(3), errDrop)
+	n, err := d.TransmitBurst([]uint64{4, 5, 6, 7})
+	require.Equal(t, 4, n, "every item was taken")
+	require.ErrorIs(t, err, errDrop)
+	st := d.Stats()
+	require.Equal(t, uint64(6), st.Direct)
+	require.Zero(t, st.Refused)
 }

@@ -28,6 +28,10 @@ var (
 	// *ClosedError) by DRBR after Close. The items of the failed call
 	// still belong to the caller.
 	ErrClosed = errors.New("bufring: closed")
+	// ErrRefused is what a DRBR's Xmit returns when it cannot take an item
+	// now (no descriptors): the item stays at the head and the queue is
+	// stalled until Restart.
+	ErrRefused = errors.New("bufring: xmit refused the item (no room); it stays queued")
 )
 
 // ClosedError is what DRBR returns after Close(cause) with a non-nil

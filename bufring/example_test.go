@@ -39,13 +39,13 @@ func ExampleDRBR() {
 	descriptors := 2 // the NIC has room for two packets
 	var wire []int
 	d, err := bufring.NewDRBRWith(bufring.DRBRConfig[int]{
-		Xmit: func(pkt *int) bool {
+		Xmit: func(pkt *int) error {
 			if descriptors == 0 {
-				return false // stays queued; the queue stalls until Restart
+				return bufring.ErrRefused // stays queued; the queue stalls until Restart
 			}
 			descriptors--
 			wire = append(wire, *pkt)
-			return true
+			return nil
 		},
 		Doorbell: func() { fmt.Println("doorbell after", wire) },
 	})

@@ -379,7 +379,14 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 	case TxModeMPRing:
 		q.mpr, err = mpring.New[*Packet](MPRingSize, q.drain, q.canDrain)
 	case TxModeDRBR:
-		q.drbr, err = bufring.NewDRBR[*Packet](c.cfg.DRBRSize, max(c.cfg.DRBRMaxProducers, 0), q.drbrXmit)
+		q.drbr, err = bufring.NewDRBRWith(bufring.DRBRConfig[*Packet]{
+			Size:         c.cfg.DRBRSize,
+			MaxProducers: c.cfg.DRBRMaxProducers,
+			DrainQuota:   c.cfg.DRBRDrainQuota,
+			Xmit:         q.drbrXmit,
+			Doorbell:     q.drbrDoorbell,
+			CanRestart:   q.canRestart,
+		})
 	}
 	if err != nil {
 		q.destroyMaps()

@@ -2,6 +2,7 @@ package iflib_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
@@ -261,4 +262,38 @@ func TestEtherPad(t *testing.T) {
 	require.Equal(t, 1, tight.Available())
 	require.Zero(t, tight.Stats().DoubleFrees)
 	f.close(roomy, tight)
+}
+
+// Issue 17 item 4: a drop that happens inside the caller's own call is
+// reported to it the same way in simple and drbr modes (drbr's uncontended
+// Transmit runs encap in the caller's call); mpring's drain may run on
+// another goroutine, so there the drop is counted only. Every mode counts
+// it in oerrors.
+func TestOwnDropReportedEveryMode(t *testing.T) {
+	errDriver := errors.New("driver refuses this packet")
+	for _, mode := range []iflib.TxMode{iflib.TxModeSimple, iflib.TxModeDRBR, iflib.TxModeMPRing} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode}})
+			z := f.zone(iflib.MCLBytes, 64)
+			f.encapHook = func(pi *iflib.PktInfo) error {
+				if pi.Len == 77 {
+					return errDriver
+				}
+				return nil
+			}
+			require.NoError(t, f.ctx.Init())
+			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 1)))
+			err := f.ctx.Transmit(pkt(t, z, 77, 2))
+			if mode == iflib.TxModeMPRing {
+				require.NoError(t, err, "mpring reports drops of the drain in oerrors only")
+			} else {
+				require.ErrorIs(t, err, errDriver)
+			}
+			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 3)))
+			eventually(t, "two frames", func() bool { return len(f.sent()) == 2 })
+			require.NoError(t, f.ctx.Stop())
+			require.Equal(t, uint64(1), txStats(t, f.ctx).OErrors)
+			f.close(z)
+		})
+	}
 }

@@ -68,6 +68,9 @@ func (c *Context) initLocked() error {
 	c.running.Store(true)
 	c.stopCh = make(chan struct{})
 	for _, q := range c.txqs {
+		if q.drbr != nil {
+			q.drbr.Reopen()
+		}
 		c.startTask(q.task)
 	}
 	for _, q := range c.rxqs {
@@ -130,15 +133,22 @@ func (c *Context) stopLocked() {
 		return
 	}
 	c.running.Store(false)
+	// drbr mode: close the buf_rings, which wakes every sender blocked for
+	// ring space or for the lock; their Transmit frees and counts the packet
+	// and returns ErrNotRunning (ENETDOWN).
+	for _, q := range c.txqs {
+		if q.drbr != nil {
+			q.drbr.Close(ErrNotRunning)
+		}
+	}
 	// Transmits in progress counted themselves in inflight after seeing
-	// running; with RUNNING clear each ends in bounded time once drbr
-	// senders asleep on a full ring are woken (wakeSenders). Keep the TX
-	// tasks kicked meanwhile. The wait is bounded by StopTimeout in case a
-	// driver method or a callback blocks against its contract.
+	// running; with RUNNING clear and the buf_rings closed each ends in
+	// bounded time. Keep the TX tasks kicked meanwhile. The wait is bounded
+	// by StopTimeout in case a driver method or a callback blocks against
+	// its contract.
 	deadline := time.Now().Add(c.cfg.StopTimeout)
 	for c.inflight.Load() > 0 && time.Now().Before(deadline) {
 		for _, q := range c.txqs {
-			q.wakeSenders()
 			q.kick()
 		}
 		runtime.Gosched()

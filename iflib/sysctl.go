@@ -3,6 +3,7 @@ package iflib
 import (
 	"expvar"
 	"fmt"
+	"github.com/goiflib/goiflib/bufring"
 	"sort"
 	"strings"
 	"sync"
@@ -134,11 +135,25 @@ func (c *Context) buildSysctl() *Node {
 		}
 		if q.drbr != nil {
 			d := q.drbr
-			n.leaf("br_direct", "sent directly under the lock (goiflib drbr)", func() any { return d.Stats().Direct })
-			n.leaf("br_deferred", "deferred into the buf_ring (goiflib drbr)", func() any { return d.Stats().Deferred })
-			n.leaf("br_lock_waits", "senders that waited for the lock (goiflib drbr)", func() any { return d.Stats().LockWaits })
-			n.leaf("br_full_waits", "senders that waited for ring space (goiflib drbr)", func() any { return d.Stats().FullWaits })
-			n.leaf("br_drained", "sent by the TX task's drain (goiflib drbr)", func() any { return d.Stats().Drained })
+			for _, l := range []struct {
+				name, desc string
+				get        func(bufring.DRBRStats) uint64
+			}{
+				{"br_direct", "sent in the sender's own call", func(s bufring.DRBRStats) uint64 { return s.Direct }},
+				{"br_deferred", "deferred into the buf_ring", func(s bufring.DRBRStats) uint64 { return s.Deferred }},
+				{"br_drained", "deferred packets sent later", func(s bufring.DRBRStats) uint64 { return s.Drained }},
+				{"br_flushed", "deferred packets freed by stop", func(s bufring.DRBRStats) uint64 { return s.Flushed }},
+				{"br_returned", "packets of senders woken by stop", func(s bufring.DRBRStats) uint64 { return s.Returned }},
+				{"br_lock_waits", "senders that waited for the lock", func(s bufring.DRBRStats) uint64 { return s.LockWaits }},
+				{"br_full_waits", "senders that waited for buf_ring space", func(s bufring.DRBRStats) uint64 { return s.FullWaits }},
+				{"br_refused", "transmits refused for lack of descriptors", func(s bufring.DRBRStats) uint64 { return s.Refused }},
+				{"br_stalls", "times the queue stalled until descriptors came back", func(s bufring.DRBRStats) uint64 { return s.Stalls }},
+				{"br_doorbells", "doorbells rung, one per run of sends", func(s bufring.DRBRStats) uint64 { return s.Doorbells }},
+			} {
+				n.leaf(l.name, l.desc+" (goiflib drbr)", func() any { return l.get(d.Stats()) })
+			}
+			n.leaf("br_pending", "packets deferred in the buf_ring now (goiflib drbr)", func() any { return d.Pending() })
+			n.leaf("br_stalled", "the buf_ring head waits for descriptors (goiflib drbr)", func() any { return d.Stalled() })
 		}
 	}
 	for _, q := range c.rxqs {

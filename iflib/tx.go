@@ -1,6 +1,9 @@
 package iflib
 
 import (
+	"errors"
+
+	"github.com/goiflib/goiflib/bufring"
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/mpring"
 	"github.com/goiflib/goiflib/prefetch"
@@ -26,7 +29,9 @@ import (
 //   - simple: ErrNoBufs when the descriptors are exhausted; ErrNoMem when
 //     the DMA mapping (or defrag) fails; a driver encap error.
 //   - drbr: never drops for lack of space (the sender waits);
-//     ErrNotRunning when Stop wakes a waiting sender.
+//     ErrNotRunning when Stop wakes a waiting sender; when the sender sends
+//     its packet itself (the queue lock free), a mapping or driver encap
+//     error as in simple mode. A deferred packet's failure is counted only.
 func (c *Context) Transmit(m *Packet) error {
 	if err := c.admit(m); err != nil {
 		return err
@@ -381,74 +386,88 @@ func (simplePath) task(q *txq) {
 	q.mu.Unlock()
 }
 
-// drbrPath is simple_tx with buf_ring deferral (bufring.DRBR).
+// drbrPath is simple_tx with buf_ring deferral (bufring.DRBR). DRBR's lock
+// is ift_mtx here: xmit, the doorbell and the TX task's reclaim all run
+// under it, so a packet takes one lock at most.
 type drbrPath struct{}
 
 func (drbrPath) send(q *txq, m *Packet) error {
-	// DRBR.Transmit never drops: it sends, defers, or waits for room.
-	if err := q.drbr.Transmit(m); err != nil {
-		return q.ctx.dropTx(q, m, err)
+	// DRBR.Transmit never drops for lack of room: it sends, defers, or
+	// waits for room. It fails when Stop closed the queue (the packet is
+	// still ours) or when xmit dropped the packet in this very call (freed
+	// and counted by encap), which is reported as simple mode reports it.
+	err := q.drbr.Transmit(m)
+	if err != nil && errors.Is(err, bufring.ErrClosed) {
+		return q.ctx.dropTx(q, m, ErrNotRunning)
 	}
-	return nil
+	return err
 }
 
-func (p drbrPath) sendBatch(q *txq, ms []*Packet) (int, error) {
-	sent := 0
-	var first error
-	for _, m := range ms {
-		if err := p.send(q, m); err != nil {
-			if first == nil {
-				first = err
-			}
-			continue
+func (drbrPath) sendBatch(q *txq, ms []*Packet) (int, error) {
+	n, err := q.drbr.TransmitBurst(ms)
+	if err != nil && errors.Is(err, bufring.ErrClosed) {
+		for _, m := range ms[n:] {
+			q.ctx.dropTx(q, m, ErrNotRunning)
 		}
-		sent++
+		return n, ErrNotRunning
 	}
-	return sent, first
+	return n, err
 }
 
 func (drbrPath) task(q *txq) {
-	q.mu.Lock()
-	q.completedReclaim()
-	q.dbCheck(true)
-	q.publish()
-	q.mu.Unlock()
-	// Re-run only while the drain makes progress: a refused head (no
-	// descriptors, link down) waits for the next completion interrupt or
-	// timer tick instead of spinning.
-	if sent, more, _ := q.drbr.DrainSent(q.ctx.cfg.DRBRDrainQuota); more && sent > 0 {
+	_ = q.drbr.Do(func() {
+		q.completedReclaim()
+		q.dbCheck(true)
+		q.publish()
+	})
+	// Descriptors may have come back: restart a stalled queue. Re-run only
+	// while the quota ran out with items left; a queue stalled again waits
+	// for the next completion interrupt or timer tick instead of spinning.
+	if _, more, _ := q.drbr.Restart(); more {
 		q.kick()
 	}
 }
 
 // drbrXmit is the DRBR transmit callback, called with the DRBR lock held:
-// encap under the queue lock, doorbell per packet, opportunistic reclaim.
-// It refuses (false) while a worst-case packet might not fit, or while the
-// interface is not running or the link is down; the packet then stays at
-// the head of the buf_ring for a later Drain. Because it encaps only with
-// TXQ_AVAIL >= MAX_TX_DESC (the mp_ring drain's guard), encap never runs
-// out of descriptors here: a packet it accepts (even one collapse or
-// defrag replaced) is on the ring or freed and counted.
-func (q *txq) drbrXmit(m *Packet) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	defer q.publish()
+// opportunistic reclaim, then encap. It refuses (bufring.ErrRefused) while
+// a worst-case packet might not fit, or while the interface is not running
+// or the link is down; the packet then stays at the head of the buf_ring
+// and the queue is stalled until the TX task's Restart (or a sender's
+// can_drain probe). Because it encaps only with TXQ_AVAIL >= MAX_TX_DESC
+// (the mp_ring drain's guard), encap never runs out of descriptors here,
+// and a refused head costs no failed mapping. A packet encap dropped
+// (freed and counted) is reported with encap's error. The doorbell is
+// rung once per run, by drbrDoorbell.
+func (q *txq) drbrXmit(mp **Packet) error {
 	c := q.ctx
 	if !c.running.Load() || c.link.Load() != int32(LinkStateUp) {
 		q.st.inc(txDrainNotReady, 1)
-		return false
+		q.publish() // a refusal stalls the queue: no doorbell hook will follow
+		return bufring.ErrRefused
 	}
 	if q.avail() < 2*q.maxTxDesc() {
 		q.completedReclaim()
 	}
 	if q.avail() < q.maxTxDesc() {
 		q.st.inc(txDrainNoDesc, 1)
-		return false
+		q.publish()
+		return bufring.ErrRefused
 	}
-	if q.encap(&m) == nil {
-		q.dbCheck(true)
+	switch err := q.encap(mp); err {
+	case nil:
+		return nil
+	case errNoDesc:
+		return bufring.ErrRefused // *mp may be a replacement: it stays queued
+	default:
+		return err
 	}
-	return true
+}
+
+// drbrDoorbell is DRBR's once-per-run hook: ring the doorbell for the run
+// (iflib_txd_db_check) and publish the counters.
+func (q *txq) drbrDoorbell() {
+	q.dbCheck(true)
+	q.publish()
 }
 
 // drain is iflib_txq_drain, the mp_ring consumer: reclaim, then encap up
@@ -524,9 +543,12 @@ func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 // canDrain is iflib_txq_can_drain: descriptors free, or completions
 // pending.
 func (q *txq) canDrain(r *mpring.Ring[*Packet]) bool {
-	if q.purging.Load() {
-		return true
-	}
+	return q.purging.Load() || q.canRestart()
+}
+
+// canRestart is can_drain's probe, for mp_ring and for a stalled drbr
+// queue: safe beside the queue's consumer.
+func (q *txq) canRestart() bool {
 	// TXQ_AVAIL > MAX_TX_DESC, read from the consumer's published mirror
 	// of ift_in_use (FreeBSD reads the consumer's fields unlocked).
 	if q.size-q.pad-int(q.inUseA.Load()) > q.maxTxDesc() {

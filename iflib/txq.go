@@ -35,8 +35,9 @@ const (
 //
 // Invariants: the hardware-ring state below (pidx … segs) is touched only
 // by the queue's consumer: the mp_ring consumer (exclusive by the BUSY
-// flag), or the holder of mu (simple and drbr modes, the TX task's reclaim
-// in those modes, and Stop). ifsd_m[i] != nil exactly when slot i starts a
+// flag), the holder of mu (simple mode), the holder of the DRBR's lock
+// (drbr mode: xmit, its doorbell hook, the TX task's Do), or Stop with
+// everything else stopped. ifsd_m[i] != nil exactly when slot i starts a
 // packet whose map is loaded; the map is unloaded and the packet freed by
 // reclaim, or by the error paths of encap.
 type txq struct {
@@ -54,7 +55,7 @@ type txq struct {
 	sdM    []*Packet     // ifsd_m: the packet at its first descriptor
 	sdFl   []uint8       // the IFLIB_TSO / IFLIB_NO_TSO tag of ifsd_m
 
-	mu sync.Mutex // ift_mtx: serializes the consumer in simple and drbr modes
+	mu sync.Mutex // ift_mtx in simple mode (drbr mode uses the DRBR's lock)
 
 	// Hardware-ring state, consumer-owned (see the invariants).
 	pidx          int  // ift_pidx
@@ -358,18 +359,9 @@ func (q *txq) purge() {
 		q.mpr.CheckDrainage(MPRingSize)
 		q.purging.Store(false)
 	case q.drbr != nil:
-		q.wakeSenders()
+		n := q.drbr.Flush(func(m *Packet) { m.Free() })
+		q.st.add(txOQDrops, uint64(n))
 	}
-}
-
-// wakeSenders frees everything queued in drbr mode (counted as oqdrops),
-// which also wakes senders asleep on a full buf_ring.
-func (q *txq) wakeSenders() {
-	if q.drbr == nil {
-		return
-	}
-	n := q.drbr.Flush(func(m *Packet) { m.Free() })
-	q.st.add(txOQDrops, uint64(n))
 }
 
 // kick is GROUPTASK_ENQUEUE(&txq->ift_task).

@@ -141,9 +141,9 @@ func newDRBR(maxProducers int) func(n *nic) (queue, error) {
 		d, err := bufring.NewDRBRWith(bufring.DRBRConfig[*packet]{
 			Size:         ringSize,
 			MaxProducers: maxProducers,
-			Xmit: func(p **packet) bool {
+			Xmit: func(p **packet) error {
 				n.encap(*p)
-				return true
+				return nil
 			},
 			Doorbell: n.doorbell,
 		})

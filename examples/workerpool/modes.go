@@ -106,7 +106,7 @@ func newDRBRMode(_ *cpumap.Allocator, shards, size int, work func(int, job)) (fa
 	for s := range shards {
 		d, err := bufring.NewDRBRWith(bufring.DRBRConfig[job]{
 			Size: size,
-			Xmit: func(j *job) bool { work(s, *j); return true },
+			Xmit: func(j *job) error { work(s, *j); return nil },
 		})
 		if err != nil {
 			return nil, err
