@@ -90,7 +90,6 @@ func (d *DRBR[T]) restart(quota int) (sent int, more bool, err error) {
 	return sent + n, (left || owed) && !d.Stalled(), nil
 }
 
-
 // Do runs f with the queue lock held, blocking until it can take it, so
 // that the owner's own work on the queue (iflib's reclaim,
 // iflib_completed_tx_reclaim) is serialized with xmit without a second
