@@ -25,6 +25,14 @@ type Attachment struct {
 	// delivered). Input may call Transmit; a Stop or Detach from Input is
 	// handed to the admin task (ErrDeferred).
 	Input func(qid int, pkts []*Packet)
+	// InputReady (optional; goiflib) is asked before each rxeof pass of RX
+	// queue qid: false holds the queue back, leaving the frames in the
+	// ring (the device drops what it cannot hold and counts it) and
+	// looking again shortly, instead of receiving frames the consumer
+	// would drop. A forwarding path passes back-pressure this way, e.g.
+	// func(int) bool { return out.TxBacklog(0) < limit }. It runs on the
+	// RX task and must be cheap.
+	InputReady func(qid int) bool
 	// TxQueueSelect is ift_txq_select (optional): return the TX queue of a
 	// packet; an out-of-range answer means queue 0. It runs in the sender's
 	// Transmit call and must not call lifecycle methods.
@@ -93,6 +101,8 @@ type Context struct {
 	bus    *busdma.Device
 	space  busdma.Space
 	input  func(qid int, pkts []*Packet)
+	// inputReady is Attachment.InputReady.
+	inputReady func(qid int) bool
 
 	txqSelect     func(m *Packet) int
 	unhashedQueue int // the TX queue of packets without a hash (set at Register)
@@ -142,17 +152,18 @@ func Register(a Attachment) (*Context, error) {
 		return nil, cfgErr("SharedCtx", nil, "nil")
 	}
 	c := &Context{
-		dev:       a.Driver,
-		shared:    *a.Shared,
-		cfg:       a.Config,
-		bus:       a.Bus,
-		space:     a.Bus.Space(),
-		input:     a.Input,
-		txqSelect: a.TxQueueSelect,
-		rxFilter:  a.RxFilter,
-		alloc:     a.CPUs,
-		name:      fmt.Sprintf("%s%d", a.Shared.DriverName, a.Config.Unit),
-		detached:  make(chan struct{}),
+		dev:        a.Driver,
+		shared:     *a.Shared,
+		cfg:        a.Config,
+		bus:        a.Bus,
+		space:      a.Bus.Space(),
+		input:      a.Input,
+		inputReady: a.InputReady,
+		txqSelect:  a.TxQueueSelect,
+		rxFilter:   a.RxFilter,
+		alloc:      a.CPUs,
+		name:       fmt.Sprintf("%s%d", a.Shared.DriverName, a.Config.Unit),
+		detached:   make(chan struct{}),
 	}
 	if err := resolveShared(&c.shared); err != nil {
 		return nil, err

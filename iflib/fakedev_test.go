@@ -83,6 +83,7 @@ type fakeOpts struct {
 	cfg              iflib.Config
 	input            func(qid int, pkts []*iflib.Packet)
 	filter           func(qid int, frame []byte) bool
+	inputReady       func(qid int) bool
 	etherPad         bool // IFLIB_NEED_ETHER_PAD with a 60-byte minimum
 	noChecker        bool // benchmarks: no busdma checker
 }
@@ -135,7 +136,7 @@ func tryFake(t testing.TB, o fakeOpts) (*fakeNIC, error) {
 	}
 	sh.NTxdMin[0], sh.NTxdMax[0], sh.NTxdDefault[0] = 64, 4096, o.ntxd
 	sh.NRxdMin[0], sh.NRxdMax[0], sh.NRxdDefault[0] = 64, 4096, o.nrxd
-	ctx, err := iflib.Register(iflib.Attachment{Driver: f, Shared: sh, Bus: bus, Config: o.cfg, Input: o.input, RxFilter: o.filter})
+	ctx, err := iflib.Register(iflib.Attachment{Driver: f, Shared: sh, Bus: bus, Config: o.cfg, Input: o.input, RxFilter: o.filter, InputReady: o.inputReady})
 	if err != nil {
 		require.NoError(t, bus.Close())
 		return nil, err

@@ -15,7 +15,12 @@ const maxRxWatchdog = 50 * time.Millisecond
 const (
 	rxeofMore  = 1 // IFLIB_RXEOF_MORE: work remains, reschedule the task
 	rxeofEmpty = 2 // IFLIB_RXEOF_EMPTY: a refill could not get buffers
+	rxeofHeld  = 4 // goiflib: the input callback asked to hold back (InputReady)
 )
+
+// backpressureRetry is how soon an RX queue held back by InputReady looks
+// again.
+const backpressureRetry = 100 * time.Microsecond
 
 // rxq is struct iflib_rxq.
 //
@@ -184,6 +189,13 @@ func (q *rxq) validate(ri *RxdInfo) bool {
 func (q *rxq) rxeof(budget int) int {
 	c := q.ctx
 	defer q.publish()
+	if c.inputReady != nil && !c.inputReady(q.id) {
+		// Back-pressure: the frames stay in the ring (the device drops
+		// what it cannot hold, and counts it) instead of being received
+		// and then dropped by a transmit path that has no room.
+		q.st.inc(rxHeld, 1)
+		return rxeofHeld
+	}
 	fl0 := q.fls[0]
 	avail := q.rxdAvail(fl0.cidx, budget)
 	if avail == 0 {
@@ -410,6 +422,8 @@ func (q *rxq) task() {
 		switch {
 		case r&rxeofMore != 0:
 			q.kick()
+		case r&rxeofHeld != 0:
+			q.armRetry(backpressureRetry)
 		default:
 			if r&rxeofEmpty != 0 {
 				q.armWatchdog()
@@ -434,6 +448,11 @@ func (q *rxq) armWatchdog() {
 	d := time.Millisecond << min(q.emptyRuns, 16)
 	d = min(d, maxRxWatchdog, q.ctx.cfg.TimerInterval)
 	q.emptyRuns++
+	q.armRetry(d)
+}
+
+// armRetry schedules the RX task after d.
+func (q *rxq) armRetry(d time.Duration) {
 	if q.wdog == nil {
 		q.wdog = time.AfterFunc(d, q.kick)
 		return

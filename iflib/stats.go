@@ -65,6 +65,7 @@ const (
 	rxIntrEnables                   // rx_intr_enables
 	rxTaskRuns                      // task_runs
 	rxCtxInactive                   // rx_ctx_inactive
+	rxHeld                          // rx_held
 	rxMapLoads                      // map_loads
 	rxBAReuses                      // ba_reuses
 	rxAllocFails                    // alloc_fails
@@ -139,6 +140,7 @@ type RxQueueStats struct {
 	IntrEnables  uint64 // RX interrupt re-enables
 	TaskRuns     uint64 // RX task passes
 	CtxInactive  uint64 // rxeof passes cut short by Stop
+	Held         uint64 // rxeof passes held back by InputReady (back-pressure)
 	MapLoads     uint64 // bus_dmamap_load calls (new clusters)
 	BAReuses     uint64 // buffers reposted by ifsd_ba without a load
 	AllocFails   uint64 // cluster allocation failures
@@ -186,6 +188,7 @@ var rxCounterTable = [numRxCounters]counterDesc[RxQueueStats]{
 	rxIntrEnables:  {"rx_intr_enables", "RX interrupt enables", func(s *RxQueueStats) *uint64 { return &s.IntrEnables }},
 	rxTaskRuns:     {"task_runs", "RX task passes", func(s *RxQueueStats) *uint64 { return &s.TaskRuns }},
 	rxCtxInactive:  {"rx_ctx_inactive", "rxeof passes cut short by stop", func(s *RxQueueStats) *uint64 { return &s.CtxInactive }},
+	rxHeld:         {"rx_held", "rxeof passes held back by InputReady (back-pressure)", func(s *RxQueueStats) *uint64 { return &s.Held }},
 	rxMapLoads:     {"map_loads", "bus_dmamap_load calls", func(s *RxQueueStats) *uint64 { return &s.MapLoads }},
 	rxBAReuses:     {"ba_reuses", "buffers reposted by ifsd_ba without a load", func(s *RxQueueStats) *uint64 { return &s.BAReuses }},
 	rxAllocFails:   {"alloc_fails", "cluster allocation failures", func(s *RxQueueStats) *uint64 { return &s.AllocFails }},
@@ -293,4 +296,25 @@ func (c *Context) Counter(ic IfCounter) uint64 {
 		}
 	}
 	return t
+}
+
+// TxBacklog returns how much TX queue qid holds that the device has not
+// completed: packets waiting in its software ring (mp_ring or buf_ring)
+// plus descriptors in use. A forwarding path compares it with a limit in
+// Attachment.InputReady to pass back-pressure to its receive side. Safe
+// at any time; an out-of-range qid gives 0.
+func (c *Context) TxBacklog(qid int) int {
+	if qid < 0 || qid >= len(c.txqs) {
+		return 0
+	}
+	q := c.txqs[qid]
+	n := int(q.inUseA.Load())
+	switch {
+	case q.mpr != nil:
+		st := q.mpr.State()
+		n += q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx))
+	case q.drbr != nil:
+		n += q.drbr.Pending()
+	}
+	return n
 }
