@@ -47,7 +47,72 @@ type Config struct {
 	// interrupt per ITR (and stays masked until the driver re-enables it).
 	// 0: no moderation; negative is an error.
 	ITR time.Duration
+
+	// The behaviour modes below make the device as hard on its driver as
+	// real hardware can be; the package doc says what each models.
+
+	// TxCompletion is how TX completions are reported and read: em's DD
+	// bits with tx_rsq (default), the same with the historical under-report
+	// by one, or ixl-style head write-back.
+	TxCompletion TxCompletion
+	// RxErrors is how the driver treats a frame flagged bad in its RX
+	// descriptor: em's EBADMSG, which makes iflib reset (default), or the
+	// Linux style, a discard iflib counts without a reset.
+	RxErrors RxErrorStyle
+	// WBThresh batches descriptor write-backs (TXDCTL/RXDCTL.WTHRESH): the
+	// device writes completed descriptors back only when this many are
+	// pending, or when the oldest has waited WBDelay. 0: at once.
+	WBThresh int
+	// WBDelay is how long a partial batch may wait (the TIDV/RDTR timers);
+	// default 50µs when WBThresh is set. With WBThresh 0 and WBDelay > 0,
+	// every write-back waits WBDelay (late but not batched).
+	WBDelay time.Duration
+	// DMALatency is added to every device DMA access (slow DMA: a busy
+	// PCIe link or IOMMU walks). The device goroutine waits it out.
+	DMALatency time.Duration
+	// Schedule injects faults on a seeded, reproducible schedule (nil:
+	// none). A Schedule belongs to one NIC.
+	Schedule *Schedule
 }
+
+// TxCompletion selects how the device reports TX completions and how the
+// driver reads them.
+type TxCompletion uint8
+
+const (
+	// TxCompletionDD: the device sets DD in each descriptor that asked for
+	// a report (RS); the driver walks its tx_rsq list and credits up to
+	// the last RS descriptor with DD, as em_isc_txd_credits_update does
+	// (tx_cidx_processed starts at ntxd-1, so the count is exact).
+	TxCompletionDD TxCompletion = iota
+	// TxCompletionDDUnderByOne is TxCompletionDD as em did before
+	// tx_cidx_processed started at ntxd-1 (em_if_init's comment: "to avoid
+	// an off-by-one error"): the credits stay one descriptor behind
+	// forever, which iflib's nsegments reclaim lag absorbs.
+	TxCompletionDDUnderByOne
+	// TxCompletionHeadWB: the device writes its head index into host
+	// memory after the ring (TDWBAL head write-back) and sets no DD bits;
+	// the driver credits head − tx_cidx_processed, as
+	// ixl_isc_txd_credits_update_hwb does. The head can stop in the middle
+	// of a packet whose later buffers the device has not read yet: only
+	// iflib's reclaim lag of nsegments keeps those buffers mapped.
+	TxCompletionHeadWB
+)
+
+// RxErrorStyle selects how the driver treats a frame the device flagged
+// with an error (CRC, symbol, length, data).
+type RxErrorStyle uint8
+
+const (
+	// RxErrorsReset is em/igb: rxd_pkt_get returns EBADMSG ("Make sure bad
+	// packets are discarded"), and iflib counts it and resets.
+	RxErrorsReset RxErrorStyle = iota
+	// RxErrorsDiscard is the Linux style (e1000e_clean_rx_irq drops a frame
+	// with an error and reuses its buffers): the driver reports the frame
+	// with RxdInfo.Discard, and iflib recycles its buffers and counts it in
+	// ierrors without a reset.
+	RxErrorsDiscard
+)
 
 // Limits of a Config.
 const (
@@ -103,6 +168,9 @@ func (c *Config) defaults() {
 	if c.TxSegs == 0 {
 		c.TxSegs = 32
 	}
+	if c.WBThresh > 0 && c.WBDelay == 0 {
+		c.WBDelay = 50 * time.Microsecond
+	}
 }
 
 // validate checks a Config after defaults.
@@ -136,6 +204,16 @@ func (c *Config) validate() error {
 		return bad("FrameRate", c.FrameRate, "negative, NaN or infinite")
 	case c.ITR < 0:
 		return bad("ITR", c.ITR, "negative")
+	case c.TxCompletion > TxCompletionHeadWB:
+		return bad("TxCompletion", c.TxCompletion, "unknown")
+	case c.RxErrors > RxErrorsDiscard:
+		return bad("RxErrors", c.RxErrors, "unknown")
+	case c.WBThresh < 0 || c.WBThresh > min(c.NTxd, c.NRxd)/2:
+		return bad("WBThresh", c.WBThresh, "want 0..min(NTxd, NRxd)/2")
+	case c.WBDelay < 0 || c.WBDelay > time.Second:
+		return bad("WBDelay", c.WBDelay, "want 0..1s")
+	case c.DMALatency < 0 || c.DMALatency > time.Millisecond:
+		return bad("DMALatency", c.DMALatency, "want 0..1ms")
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,69 +12,63 @@ import (
 	"github.com/goiflib/goiflib/busdma"
 )
 
-// devTxq is the device's side of one TX queue: its registers.
-type devTxq struct {
-	base   busdma.BusAddr // TDBA
-	size   int            // TDLEN / 16
-	tdt    atomic.Uint32  // tail: written by the driver's doorbell (release)
-	tdh    atomic.Uint32  // head: written by the device (release)
-	intrEn atomic.Bool    // interrupt enabled (cleared by auto-mask)
-	// device-goroutine state
-	head     int
-	frameLen int
-	vlan     uint16
-	vle      bool
-	drop     dropReason // the frame being gathered is dropped at its EOP
-	pend     bool
-	lastIntr time.Time
-	frame    []byte
-	descs    []byte
-	dd       [1]byte // the DD status byte written back (kept here: no allocation)
-}
-
-// dropReason says why the device drops the TX frame it is gathering. A
-// frame is sent whole or not at all: never truncated, never with a hole.
-type dropReason uint8
-
-const (
-	dropNone    dropReason = iota
-	dropTooLong            // longer than MaxFrame (TxTooLong)
-	dropDMA                // a buffer read faulted (TxDMAFaults)
-)
-
-// devRxq is the device's side of one RX queue.
-type devRxq struct {
-	base     busdma.BusAddr // RDBA
-	size     int
-	bufSize  int
-	rdt      atomic.Uint32 // tail: driver (release)
-	rdh      atomic.Uint32 // head: device (release)
-	intrEn   atomic.Bool
-	head     int
-	pend     bool
-	lastIntr time.Time
-	desc     [DescSize]byte
-}
-
-// Stats are the device's counters (its MAC statistics registers). Every
-// frame offered to the wire or taken from the TX ring ends in exactly one
-// of them.
+// Stats are the device's counters (its MAC statistics registers). They
+// balance:
+//
+//	TX: TxProcessed = TxPackets + TxTooLong + TxDMAFaults + TxBadContext
+//	    (TxFrames counts each TSO segment; TxPackets each packet sent)
+//	RX at the wire: frames offered = FIFO accepted + RxLinkDown
+//	    + (RxTooLong − RxNoRoom) + (RxMissed − RxFlushed)
+//	RX from the FIFO: accepted = RxFrames + RxErrors + RxDMAFaults + RxNoRoom + RxFlushed
+//	    (+ what still waits in the FIFO)
+//
+// RxMissed and RxTooLong keep the MAC registers' meaning (MPC counts the
+// frames a reset flushed from the FIFO too; ROC the frames too long for
+// the RX ring): RxFlushed and RxNoRoom are those parts.
 type Stats struct {
-	TxFrames, TxBytes uint64 // GPTC, GOTC: frames sent whole
-	TxTooLong         uint64 // TX frames longer than MaxFrame, dropped whole (not truncated)
-	TxDMAFaults       uint64 // TX frames dropped whole because a buffer read faulted
-	RxFrames, RxBytes uint64 // GPRC, GORC: frames written to the RX ring
-	RxMissed          uint64 // MPC: the FIFO was full (or flushed by a stop)
-	RxTooLong         uint64 // ROC: longer than MaxFrame (or than the whole RX ring)
-	RxDMAFaults       uint64 // RX frames whose buffer write faulted: flagged RXE in the write-back
+	TxProcessed       uint64 // TX packets whose EOP descriptor the device processed
+	TxPackets         uint64 // TX packets sent whole (a TSO packet once)
+	TxFrames, TxBytes uint64 // GPTC, GOTC: frames on the wire (a TSO packet counts each segment)
+	TxTooLong         uint64 // TX packets longer than MaxFrame, dropped whole (not truncated)
+	TxDMAFaults       uint64 // TX packets dropped whole because a buffer read faulted
+	TxBadContext      uint64 // TX packets dropped whole: an offload request the device cannot carry out (TSCTFC)
+	TxTSO             uint64 // TSO packets segmented (their segments are in TxFrames)
+	TxWriteBacks      uint64 // TX write-back operations (DD runs or head writes)
+	RxFrames, RxBytes uint64 // GPRC, GORC: frames written to the RX ring good
+	RxErrors          uint64 // frames written to the RX ring with a frame error flagged (CRC, symbol, length)
+	RxDMAFaults       uint64 // frames whose buffer write faulted: flagged RXE
+	RxNoRoom          uint64 // frames needing more buffers than the RX ring holds: dropped from the FIFO (in RxTooLong too)
+	RxFlushed         uint64 // frames dropped from the FIFO by a stop or reset (in RxMissed too)
+	RxWriteBacks      uint64 // RX write-back operations (runs of descriptors)
+	RxMissed          uint64 // MPC: refused at the wire with the FIFO full, or flushed from it (RxFlushed)
+	RxTooLong         uint64 // ROC: refused at the wire, longer than MaxFrame, or too long for the ring (RxNoRoom)
+	RxLinkDown        uint64 // refused at the wire, the link down
 	DMAErrors         uint64 // device accesses busdma refused (faults), every kind
-	TxIntrs, RxIntrs  uint64
+	TxIntrs, RxIntrs  uint64 // queue interrupts delivered
+	LinkIntrs         uint64 // link-status-change interrupts delivered
+	LostIntrs         uint64 // interrupts lost (scheduled): the handler never ran
+	SpuriousIntrs     uint64 // handlers run with no cause (scheduled)
+	TxHangs           uint64 // TX queues hung (scheduled) until a reprogram
+	LostWriteBacks    uint64 // TX write-backs lost (scheduled)
+	LinkChanges       uint64 // link transitions (scheduled or SetLink)
+	StatusReads       uint64 // link-status register reads by the driver
+	Parks             uint64 // times the device goroutine parked idle
 }
 
 // ErrBusy is returned when a NIC is already driven: attached to iflib by
 // [NIC.Attach] or driven by a [RawForwarder]. A device is bound to one
 // driver at a time, as a PCI function is.
 var ErrBusy = errors.New("simnic: device already driven by another driver")
+
+// intrCause is what a device interrupt reports (the ICR cause bits of
+// one vector).
+type intrCause uint8
+
+const (
+	causeTx   intrCause = iota // a TX queue wrote descriptors back (TXDW)
+	causeRx                    // an RX queue wrote descriptors back (RXT0)
+	causeLink                  // link status change (LSC)
+)
 
 // NIC is the device model.
 type NIC struct {
@@ -85,33 +78,66 @@ type NIC struct {
 	txq  []devTxq
 	rxq  []devRxq
 	peer atomic.Pointer[endpointBox]
+	sch  *Schedule
 
-	wakeCh  chan struct{}
+	// The device parks when idle. wake (a doorbell, an interrupt enable,
+	// a frame into the FIFO) signals wakeCh only while sleeping is set.
+	// The pair is a Dekker handshake on sequentially consistent atomics:
+	// the device stores sleeping and then loads the registers and the
+	// FIFO (pending); a producer stores a register and then loads
+	// sleeping. One of them sees the other, so no doorbell is slept
+	// through; and a busy device costs a producer one load, not a channel
+	// send.
+	wakeCh    chan struct{}
+	sleeping  atomic.Bool
+	parkTimer *time.Timer // device goroutine
+	rxWaitQ   int         // device goroutine: the RX queue the FIFO's head waits on for buffers (-1: none)
+	rxWaitRDT uint32      // device goroutine: that queue's RDT when it was found short
+	nintr     uint64      // device goroutine: interrupts raised (the schedule's stream)
+	nframes   uint64      // device goroutine: frames taken from the FIFO (the schedule's RX stream)
+
+	// Link (the PHY). linkUp is read by the device and the wire without a
+	// lock; linkMu serializes its changes with the driver's status reads
+	// (the schedule's link stream).
+	linkUp      atomic.Bool
+	lsc         atomic.Bool // ICR.LSC latched
+	lscEn       atomic.Bool // IMS.LSC
+	linkMu      sync.Mutex
+	statusReads uint64 // guarded by linkMu
+	downLeft    uint64 // guarded by linkMu: status reads until a scheduled loss ends (0: none)
+
 	mu      sync.Mutex // start/stop and the owner
 	owner   any        // guarded by mu: the driver bound to the device (nil: none)
 	ownerID string     // guarded by mu: its description, for ErrBusy
 	quit    chan struct{}
 	done    chan struct{}
 	running bool
-	isr     func(tx bool, q int) // the driver's interrupt handler
+	isr     func(c intrCause, q int) // the driver's interrupt handler
 
-	// Fault injection for tests: each is consumed by the next RX frame.
+	// One-shot fault injection for tests: each is consumed by the next RX
+	// frame (or the driver's next pkt_get).
 	faultRxBadLen  atomic.Bool // write back a length beyond the buffer
 	faultRxBadSlot atomic.Bool // the driver's next pkt_get names a slot that was not posted
 
-	txFrames, txBytes, rxFrames, rxBytes atomic.Uint64
-	txTooLong, txDMAFaults               atomic.Uint64
-	rxMissed, rxTooLong, rxDMAFaults     atomic.Uint64
-	dmaErrors                            atomic.Uint64
-	txIntrs, rxIntrs                     atomic.Uint64
-	hashSeed                             maphash.Seed
+	st       devStats
+	hashSeed maphash.Seed
+}
+
+// devStats are the counters behind Stats.
+type devStats struct {
+	txProcessed, txPackets, txFrames, txBytes                     atomic.Uint64
+	txTooLong, txDMAFaults, txBadContext, txTSO, txWriteBacks     atomic.Uint64
+	rxFrames, rxBytes, rxErrors, rxDMAFaults, rxNoRoom, rxFlushed atomic.Uint64
+	rxWriteBacks, rxMissed, rxTooLong, rxLinkDown, dmaErrors      atomic.Uint64
+	txIntrs, rxIntrs, linkIntrs, lostIntrs, spuriousIntrs         atomic.Uint64
+	txHangs, lostWriteBacks, linkChanges, statusReads, parks      atomic.Uint64
 }
 
 type endpointBox struct{ e Endpoint }
 
 // New creates a NIC on an address space: its busdma device (the requester)
 // and its registers. It does nothing until a driver attaches and inits it.
-// An invalid cfg is a *ConfigError (errors.Is ErrConfig).
+// An invalid cfg is a *ConfigError (errors.Is ErrConfig). The link is up.
 func New(space busdma.Space, cfg Config) (*NIC, error) {
 	if space == nil {
 		return nil, &ConfigError{Field: "space", Value: nil, Reason: "nil address space"}
@@ -120,16 +146,23 @@ func New(space busdma.Space, cfg Config) (*NIC, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Schedule != nil && !cfg.Schedule.bind(cfg.Queues) {
+		return nil, &ConfigError{Field: "Schedule", Value: cfg.Schedule.seed, Reason: "already used by another NIC"}
+	}
 	bus, err := busdma.NewDevice(space, busdma.DeviceConfig{Name: fmt.Sprintf("%s%d", cfg.Name, cfg.Unit), Checker: cfg.Checker})
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{cfg: cfg, bus: bus, wakeCh: make(chan struct{}, 1), hashSeed: maphash.MakeSeed()}
+	n := &NIC{cfg: cfg, bus: bus, sch: cfg.Schedule, wakeCh: make(chan struct{}, 1), hashSeed: maphash.MakeSeed()}
+	n.linkUp.Store(true)
 	n.fifo = newFIFO(cfg.FIFO, cfg.MaxFrame+4, n.wake)
 	n.txq = make([]devTxq, cfg.Queues)
 	n.rxq = make([]devRxq, cfg.Queues)
 	for i := range n.txq {
-		n.txq[i].frame = make([]byte, cfg.MaxFrame+4)
+		n.txq[i].init(&n.cfg)
+	}
+	for i := range n.rxq {
+		n.rxq[i].init(&n.cfg)
 	}
 	return n, nil
 }
@@ -139,6 +172,9 @@ func (n *NIC) Bus() *busdma.Device { return n.bus }
 
 // Config returns the NIC's configuration with defaults filled in.
 func (n *NIC) Config() Config { return n.cfg }
+
+// Schedule returns the NIC's fault schedule (nil: none).
+func (n *NIC) Schedule() *Schedule { return n.sch }
 
 // claim binds the device to a driver (who), or fails with ErrBusy.
 func (n *NIC) claim(who any, desc string) error {
@@ -193,29 +229,55 @@ func (n *NIC) maxWireFrame(frame []byte) int {
 }
 
 // Receive is the wire delivering a frame into the NIC's FIFO. It reports
-// false (and counts it) when the frame is too long (ROC) or the FIFO is
-// full (MPC).
+// false (and counts it) when the link is down, the frame is too long (ROC)
+// or the FIFO is full (MPC).
 func (n *NIC) Receive(frame []byte) bool {
+	if !n.linkUp.Load() {
+		n.st.rxLinkDown.Add(1)
+		return false
+	}
 	if len(frame) > n.maxWireFrame(frame) {
-		n.rxTooLong.Add(1)
+		n.st.rxTooLong.Add(1)
 		return false
 	}
 	if !n.fifo.push(frame) {
-		n.rxMissed.Add(1)
+		n.st.rxMissed.Add(1)
 		return false
 	}
 	return true
 }
 
+// WaitRoom parks until the receive FIFO has room for frame (true); it
+// returns false at once for a frame the MAC never takes (too long), or
+// when cancel is closed. See RoomWaiter. While the link is down it
+// returns true at once (the wire drops the frame, counted).
+func (n *NIC) WaitRoom(frame []byte, cancel <-chan struct{}) bool {
+	if len(frame) > n.maxWireFrame(frame) {
+		return false
+	}
+	if !n.linkUp.Load() {
+		return true
+	}
+	return n.fifo.waitRoom(cancel)
+}
+
 // Stats returns the device counters.
 func (n *NIC) Stats() Stats {
+	s := &n.st
 	return Stats{
-		TxFrames: n.txFrames.Load(), TxBytes: n.txBytes.Load(),
-		TxTooLong: n.txTooLong.Load(), TxDMAFaults: n.txDMAFaults.Load(),
-		RxFrames: n.rxFrames.Load(), RxBytes: n.rxBytes.Load(),
-		RxMissed: n.rxMissed.Load(), RxTooLong: n.rxTooLong.Load(), RxDMAFaults: n.rxDMAFaults.Load(),
-		DMAErrors: n.dmaErrors.Load(),
-		TxIntrs:   n.txIntrs.Load(), RxIntrs: n.rxIntrs.Load(),
+		TxProcessed: s.txProcessed.Load(), TxPackets: s.txPackets.Load(),
+		TxFrames: s.txFrames.Load(), TxBytes: s.txBytes.Load(),
+		TxTooLong: s.txTooLong.Load(), TxDMAFaults: s.txDMAFaults.Load(),
+		TxBadContext: s.txBadContext.Load(), TxTSO: s.txTSO.Load(), TxWriteBacks: s.txWriteBacks.Load(),
+		RxFrames: s.rxFrames.Load(), RxBytes: s.rxBytes.Load(),
+		RxErrors: s.rxErrors.Load(), RxDMAFaults: s.rxDMAFaults.Load(),
+		RxNoRoom: s.rxNoRoom.Load(), RxFlushed: s.rxFlushed.Load(), RxWriteBacks: s.rxWriteBacks.Load(),
+		RxMissed: s.rxMissed.Load(), RxTooLong: s.rxTooLong.Load(), RxLinkDown: s.rxLinkDown.Load(),
+		DMAErrors: s.dmaErrors.Load(),
+		TxIntrs:   s.txIntrs.Load(), RxIntrs: s.rxIntrs.Load(), LinkIntrs: s.linkIntrs.Load(),
+		LostIntrs: s.lostIntrs.Load(), SpuriousIntrs: s.spuriousIntrs.Load(),
+		TxHangs: s.txHangs.Load(), LostWriteBacks: s.lostWriteBacks.Load(),
+		LinkChanges: s.linkChanges.Load(), StatusReads: s.statusReads.Load(), Parks: s.parks.Load(),
 	}
 }
 
@@ -227,33 +289,79 @@ func (n *NIC) InjectRxBadSlot() { n.faultRxBadSlot.Store(true) }
 // length exceeds its buffer (a device bug the driver must survive).
 func (n *NIC) InjectRxBadLength() { n.faultRxBadLen.Store(true) }
 
+// LinkUp reports the PHY's link (the STATUS.LU bit) without counting a
+// status read.
+func (n *NIC) LinkUp() bool { return n.linkUp.Load() }
+
+// SetLink takes the link down or up, as pulling and plugging the cable
+// would (it cancels a scheduled loss in progress), and raises the link
+// interrupt.
+func (n *NIC) SetLink(up bool) {
+	n.linkMu.Lock()
+	n.downLeft = 0
+	n.setLinkLocked(up)
+	n.linkMu.Unlock()
+}
+
+// setLinkLocked changes the link and latches LSC.
+// Preconditions: linkMu held.
+func (n *NIC) setLinkLocked(up bool) {
+	if n.linkUp.Load() == up {
+		return
+	}
+	n.linkUp.Store(up)
+	n.st.linkChanges.Add(1)
+	n.lsc.Store(true)
+	n.wake()
+}
+
+// readStatus is the driver reading the STATUS register's link-up bit: the
+// schedule's link stream. A scheduled loss begins or ends at a read.
+func (n *NIC) readStatus() bool {
+	n.linkMu.Lock()
+	defer n.linkMu.Unlock()
+	n.statusReads++
+	n.st.statusReads.Add(1)
+	switch {
+	case n.downLeft > 0:
+		n.downLeft--
+		if n.downLeft == 0 {
+			n.setLinkLocked(true)
+		}
+	case n.linkUp.Load() && n.sch.hit(FaultLinkDown, 0, n.statusReads):
+		d := n.sch.draw(FaultLinkDown, 0, n.sch.prof.LinkDownFor)
+		n.sch.setLen(FaultLinkDown, d)
+		n.downLeft = d
+		n.setLinkLocked(false)
+	}
+	return n.linkUp.Load()
+}
+
+// wake is the device side of a doorbell: it unparks the device goroutine
+// if it sleeps (see NIC.sleeping).
 func (n *NIC) wake() {
-	select {
-	case n.wakeCh <- struct{}{}:
-	default:
+	if n.sleeping.Load() {
+		select {
+		case n.wakeCh <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// program sets the ring registers (TDBA/TDLEN, RDBA/RDLEN) and zeroes the
-// indices. Preconditions: the device goroutine is stopped.
+// program sets the ring registers (TDBA/TDLEN, TDWBAL in head write-back
+// mode, RDBA/RDLEN) and zeroes the indices; a hung queue is reset.
+// Preconditions: the device goroutine is stopped.
 func (n *NIC) program(txBase, rxBase []busdma.BusAddr, ntxd, nrxd, rxBuf int) {
 	for i := range n.txq {
-		q := &n.txq[i]
-		q.base, q.size, q.head, q.frameLen, q.pend, q.vle, q.drop = txBase[i], ntxd, 0, 0, false, false, dropNone
-		q.tdt.Store(0)
-		q.tdh.Store(0)
-		q.descs = make([]byte, 32*DescSize)
+		n.txq[i].program(txBase[i], ntxd, n.cfg.TxCompletion == TxCompletionHeadWB)
 	}
 	for i := range n.rxq {
-		q := &n.rxq[i]
-		q.base, q.size, q.bufSize, q.head, q.pend = rxBase[i], nrxd, rxBuf, 0, false
-		q.rdt.Store(0)
-		q.rdh.Store(0)
+		n.rxq[i].program(rxBase[i], nrxd, rxBuf)
 	}
 }
 
 // start runs the device goroutine.
-func (n *NIC) start(isr func(tx bool, q int)) {
+func (n *NIC) start(isr func(c intrCause, q int)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.running {
@@ -265,8 +373,9 @@ func (n *NIC) start(isr func(tx bool, q int)) {
 	go n.run()
 }
 
-// stop halts the device goroutine; afterwards the device touches no memory.
-// Frames waiting in the FIFO are dropped (counted missed).
+// stop halts the device goroutine, which first completes the write-backs
+// it held; afterwards the device touches no memory. Frames waiting in the
+// FIFO are dropped (RxFlushed).
 func (n *NIC) stop() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -276,21 +385,44 @@ func (n *NIC) stop() {
 	close(n.quit)
 	<-n.done
 	n.running = false
-	n.rxMissed.Add(uint64(n.fifo.reset()))
+	flushed := uint64(n.fifo.reset())
+	n.st.rxFlushed.Add(flushed)
+	n.st.rxMissed.Add(flushed)
+	n.intrDisable()
+}
+
+// intrEnable and intrDisable are IMS/IMC for every cause.
+func (n *NIC) intrEnable() {
+	for i := range n.txq {
+		n.txq[i].intrEn.Store(true)
+	}
+	for i := range n.rxq {
+		n.rxq[i].intrEn.Store(true)
+	}
+	n.lscEn.Store(true)
+	n.wake()
+}
+
+func (n *NIC) intrDisable() {
 	for i := range n.txq {
 		n.txq[i].intrEn.Store(false)
 	}
 	for i := range n.rxq {
 		n.rxq[i].intrEn.Store(false)
 	}
+	n.lscEn.Store(false)
 }
 
 // run is the device: serve TX rings, move frames from the FIFO into posted
-// RX buffers, raise moderated interrupts; sleep when idle.
+// RX buffers, write completions back, raise moderated interrupts; park
+// when there is nothing to do.
 func (n *NIC) run() {
 	defer close(n.done)
+	defer n.writeBacks(true) // the DMA in flight completes before the device stops
 	pace := pacer{lineRate: n.cfg.LineRate, frameRate: n.cfg.FrameRate, start: time.Now()}
-	idle := 0
+	n.parkTimer = time.NewTimer(time.Hour)
+	n.parkTimer.Stop()
+	n.rxWaitQ = -1
 	for {
 		select {
 		case <-n.quit:
@@ -306,265 +438,107 @@ func (n *NIC) run() {
 		if n.serveRx() {
 			work = true
 		}
+		wbDue := n.writeBacks(false)
 		delay := n.interrupts()
-		if work {
-			idle = 0
-			continue
+		if wbDue > 0 && (delay == 0 || wbDue < delay) {
+			delay = wbDue
 		}
-		if idle < 64 {
-			idle++
-			runtime.Gosched()
-			continue
-		}
-		if delay > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-n.quit:
-				t.Stop()
-				return
-			case <-n.wakeCh:
-				t.Stop()
-			case <-t.C:
-			}
-			continue
-		}
-		select {
-		case <-n.quit:
-			return
-		case <-n.wakeCh:
-		}
-	}
-}
-
-// serveTx processes the descriptors the driver published with TDT. A
-// frame is gathered from its descriptors up to EOP and then sent whole;
-// a frame longer than MaxFrame, or one whose buffer read faulted, is
-// dropped whole and counted, and its descriptors are completed as usual
-// (the driver reclaims them). Intel MACs behave the same way: a DMA
-// error on a transmit buffer aborts that frame, not the ring.
-func (n *NIC) serveTx(i int, pace *pacer) bool {
-	q := &n.txq[i]
-	if q.size == 0 {
-		return false
-	}
-	tdt := int(q.tdt.Load()) // acquire: descriptors and data written before the doorbell
-	if tdt == q.head {
-		return false
-	}
-	peer := n.peer.Load()
-	done := 0
-	for q.head != tdt && done < 256 {
-		// Read a batch of descriptors in one DMA read.
-		cnt := tdt - q.head
-		if cnt < 0 {
-			cnt = q.size - q.head
-		}
-		cnt = min(cnt, 32)
-		base := q.base + busdma.BusAddr(q.head*DescSize)
-		if err := n.bus.Read(base, q.descs[:cnt*DescSize]); err != nil {
-			// The descriptors themselves could not be fetched: nothing can
-			// be known about them. Count the fault and stop this queue's
-			// pass; a later doorbell retries (the driver's watchdog resets
-			// a queue that never progresses).
-			n.dmaErrors.Add(1)
-			break
-		}
-		for k := 0; k < cnt; k++ {
-			d := getTxDesc(q.descs[k*DescSize:])
-			l := int(d.length)
-			switch {
-			case q.drop != dropNone:
-				// The frame is already dropped: skip its data.
-			case q.frameLen+l > n.cfg.MaxFrame:
-				q.drop = dropTooLong
-			default:
-				if err := n.bus.Read(busdma.BusAddr(d.addr), q.frame[q.frameLen:q.frameLen+l]); err != nil {
-					n.dmaErrors.Add(1)
-					q.drop = dropDMA
-				}
-				q.frameLen += l
-			}
-			if d.cmd&TxCmdVLE != 0 {
-				q.vle, q.vlan = true, d.vlan
-			}
-			if d.cmd&TxCmdEOP != 0 {
-				n.endTxFrame(q, peer, pace)
-			}
-			if d.cmd&TxCmdRS != 0 {
-				q.dd[0] = TxStatDD
-				addr := q.base + busdma.BusAddr(((q.head+k)%q.size)*DescSize+12)
-				if err := n.bus.Write(addr, q.dd[:]); err != nil {
-					n.dmaErrors.Add(1)
-				}
-				q.pend = true
-			}
-		}
-		q.head = (q.head + cnt) % q.size
-		done += cnt
-	}
-	q.tdh.Store(uint32(q.head)) // release: the DD write-backs before it
-	return done > 0
-}
-
-// endTxFrame sends (or drops, counted) the frame gathered on q at its EOP
-// descriptor and resets the gathering state.
-func (n *NIC) endTxFrame(q *devTxq, peer *endpointBox, pace *pacer) {
-	switch q.drop {
-	case dropTooLong:
-		n.txTooLong.Add(1)
-	case dropDMA:
-		n.txDMAFaults.Add(1)
-	default:
-		f := q.frame[:q.frameLen]
-		if q.vle && len(f) >= 12 {
-			f = q.frame[:q.frameLen+4]
-			copy(f[16:], f[12:q.frameLen])
-			binary.BigEndian.PutUint16(f[12:14], etherTypeVLAN)
-			binary.BigEndian.PutUint16(f[14:16], q.vlan)
-		}
-		pace.wait(len(f))
-		if peer != nil {
-			peer.e.Receive(f)
-		}
-		n.txFrames.Add(1)
-		n.txBytes.Add(uint64(len(f)))
-	}
-	q.frameLen, q.vle, q.drop = 0, false, dropNone
-}
-
-// rssHash is the device's receive hash over the IPv4 addresses and ports.
-func (n *NIC) rssHash(f []byte) (uint32, uint8) {
-	if len(f) >= 38 && f[12] == 0x08 && f[13] == 0x00 {
-		var h maphash.Hash
-		h.SetSeed(n.hashSeed)
-		h.Write(f[26:38])
-		return uint32(h.Sum64()), 0x89 // M_HASHTYPE_RSS_UDP_IPV4-like
-	}
-	return 0, 0
-}
-
-// serveRx moves frames from the FIFO into posted buffers. A frame is
-// written whole: if writing one of its buffers faults, its last descriptor
-// carries RXE (an RX data error) so that the driver drops the frame
-// instead of delivering one with a hole.
-func (n *NIC) serveRx() bool {
-	did := false
-	for k := 0; k < 64; k++ {
-		f, ok := n.fifo.peek()
-		if !ok {
-			break
-		}
-		hash, ht := n.rssHash(f)
-		qi := 0
-		if len(n.rxq) > 1 {
-			qi = int(hash % uint32(len(n.rxq)))
-		}
-		q := &n.rxq[qi]
-		if q.size == 0 || q.bufSize == 0 {
-			break
-		}
-		need := max((len(f)+q.bufSize-1)/q.bufSize, 1)
-		if need > q.size-1 {
-			// More buffers than the ring can ever hold (RDH==RDT means
-			// empty): it would wedge the FIFO for good. Drop it as too long.
-			n.fifo.pop()
-			n.rxTooLong.Add(1)
-			did = true
-			continue
-		}
-		rdt := int(q.rdt.Load()) // acquire: posted buffer addresses
-		avail := (rdt - q.head + q.size) % q.size
-		if avail < need {
-			break // wait for the driver to post buffers; the FIFO absorbs
-		}
-		var rxErr uint8
-		for off, j := 0, 0; j < need; j++ {
-			idx := q.head
-			daddr := q.base + busdma.BusAddr(idx*DescSize)
-			chunk := min(len(f)-off, q.bufSize)
-			if err := n.bus.Read(daddr, q.desc[:8]); err != nil {
-				n.dmaErrors.Add(1)
-				rxErr |= RxErrRXE
-			} else {
-				baddr := busdma.BusAddr(binary.LittleEndian.Uint64(q.desc[:8]))
-				if err := n.bus.Write(baddr, f[off:off+chunk]); err != nil {
-					n.dmaErrors.Add(1)
-					rxErr |= RxErrRXE
-				}
-			}
-			wb := rxWB{hash: hash, hashType: ht, length: uint16(chunk), status: RxStatDD}
-			if j == need-1 {
-				// Errors are valid in the EOP descriptor only (82574
-				// datasheet; PCI/PCI-X SDM §3.2.3.2).
-				wb.status |= RxStatEOP
-				wb.errors = rxErr
-			}
-			if n.faultRxBadLen.Load() && n.faultRxBadLen.CompareAndSwap(true, false) {
-				wb.length = uint16(q.bufSize + 100)
-			}
-			putRxWB(q.desc[:], wb)
-			if err := n.bus.Write(daddr, q.desc[:]); err != nil {
-				n.dmaErrors.Add(1)
-			}
-			off += chunk
-			q.head = (q.head + 1) % q.size
-		}
-		n.fifo.pop()
-		if rxErr != 0 {
-			n.rxDMAFaults.Add(1)
-		} else {
-			n.rxFrames.Add(1)
-			n.rxBytes.Add(uint64(len(f)))
-		}
-		q.pend = true
-		q.rdh.Store(uint32(q.head)) // release: data and write-backs
-		did = true
-	}
-	return did
-}
-
-// interrupts raises each pending, enabled queue interrupt at most once per
-// ITR, masking it (auto-mask) until the driver re-enables it. It returns
-// how long until a moderated interrupt is due (0: none waiting).
-func (n *NIC) interrupts() time.Duration {
-	var wait time.Duration
-	now := time.Time{}
-	fire := func(pend *bool, en *atomic.Bool, last *time.Time, tx bool, i int) {
-		if !*pend || !en.Load() {
+		if !work && !n.park(delay) {
 			return
 		}
-		if n.cfg.ITR > 0 {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			if d := n.cfg.ITR - now.Sub(*last); d > 0 {
-				if wait == 0 || d < wait {
-					wait = d
-				}
-				return
-			}
-			*last = now
-		}
-		if !en.CompareAndSwap(true, false) {
-			return
-		}
-		*pend = false
-		if tx {
-			n.txIntrs.Add(1)
-		} else {
-			n.rxIntrs.Add(1)
-		}
-		n.isr(tx, i)
 	}
+}
+
+// park sleeps until a wake, the next timed event (delay > 0: a moderated
+// interrupt or a delayed write-back), or quit (false).
+func (n *NIC) park(delay time.Duration) bool {
+	n.sleeping.Store(true)
+	if n.pending() {
+		n.sleeping.Store(false)
+		return true
+	}
+	n.st.parks.Add(1)
+	var due <-chan time.Time
+	if delay > 0 {
+		n.parkTimer.Reset(delay)
+		due = n.parkTimer.C
+	}
+	ok := true
+	select {
+	case <-n.quit:
+		ok = false
+	case <-n.wakeCh:
+	case <-due:
+	}
+	if delay > 0 {
+		n.parkTimer.Stop()
+	}
+	n.sleeping.Store(false)
+	return ok
+}
+
+// pending reports work a pass would do now, from the registers and the
+// FIFO (read after sleeping was stored: see NIC.sleeping). Timed work
+// (moderation, delayed write-backs) is the park timer's.
+func (n *NIC) pending() bool {
 	for i := range n.txq {
-		q := &n.txq[i]
-		fire(&q.pend, &q.intrEn, &q.lastIntr, true, i)
+		if n.txReady(&n.txq[i]) {
+			return true
+		}
 	}
-	for i := range n.rxq {
-		q := &n.rxq[i]
-		fire(&q.pend, &q.intrEn, &q.lastIntr, false, i)
+	if !n.fifo.empty() && (n.rxWaitQ < 0 || n.rxq[n.rxWaitQ].rdt.Load() != n.rxWaitRDT) {
+		return true
 	}
-	return wait
+	if n.lsc.Load() && n.lscEn.Load() {
+		return true
+	}
+	if n.cfg.ITR == 0 {
+		for i := range n.txq {
+			if n.txq[i].pend && n.txq[i].intrEn.Load() {
+				return true
+			}
+		}
+		for i := range n.rxq {
+			if n.rxq[i].pend && n.rxq[i].intrEn.Load() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dmaRead and dmaWrite are the device's DMA, with the configured latency.
+func (n *NIC) dmaRead(a busdma.BusAddr, p []byte) error {
+	n.dmaWait()
+	if err := n.bus.Read(a, p); err != nil {
+		n.st.dmaErrors.Add(1)
+		return err
+	}
+	return nil
+}
+
+func (n *NIC) dmaWrite(a busdma.BusAddr, p []byte) error {
+	n.dmaWait()
+	if err := n.bus.Write(a, p); err != nil {
+		n.st.dmaErrors.Add(1)
+		return err
+	}
+	return nil
+}
+
+// dmaWait spends DMALatency (slow DMA). The device goroutine waits as the
+// DMA engine would: short waits spin, longer ones sleep.
+func (n *NIC) dmaWait() {
+	d := n.cfg.DMALatency
+	if d <= 0 {
+		return
+	}
+	if d >= 200*time.Microsecond {
+		time.Sleep(d)
+		return
+	}
+	for t := time.Now(); time.Since(t) < d; {
+	}
 }
 
 // pacer holds the wire to its line rate.

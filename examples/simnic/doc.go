@@ -1,20 +1,32 @@
 // Package simnic is a simulated NIC: a device model with Intel-like
 // descriptor rings in busdma DMA memory, and its iflib driver. It is the
 // default "hardware" of goiflib: every test, benchmark and seed
-// measurement runs on it, on any machine.
+// measurement runs on it, on any machine. It is meant to be the hardest
+// device a driver will meet: everything a real Intel MAC does that a
+// driver must cope with, it can do, on a reproducible schedule.
 //
-// The device model runs as one goroutine per NIC. It reads descriptors and
-// packet data only through busdma's device-side access (Device.Read and
-// Device.Write at bus addresses), so it can touch only what the driver
-// mapped: with the IOMMU model a stale address faults, and with the busdma
-// checker on, a missing sync is reported.
+// # The device
+//
+// The device model runs as one goroutine per NIC, which parks when it has
+// nothing to do (a doorbell, an interrupt enable, a frame on the wire or
+// the next timed event wakes it). It reads descriptors and packet data
+// only through busdma's device-side access (Device.Read and Device.Write
+// at bus addresses), so it can touch only what the driver mapped: with the
+// IOMMU model a stale address faults, and with the busdma checker on, a
+// missing sync is reported.
 //
 // Registers are atomics: the driver's doorbell (TDT/RDT store, release)
-// publishes the descriptors it wrote before; the device's head registers
-// (TDH/RDH store, release) publish the write-backs and the received data
-// it wrote before. That pairing is what makes the CPU's and the device's
-// accesses to shared DMA memory ordered, as PCIe ordering does for a real
-// NIC.
+// publishes the descriptors it wrote before. The device's write-back
+// frontier (a release store after the write-backs before it) stands in
+// for the coherent, in-order visibility of DMA writes on a real machine,
+// which Go's memory model does not give plain memory: drivers read
+// descriptors only below it, and count completions from the DD bits (or
+// the written-back head) alone, as real drivers do. They never read the
+// head registers: "Reading the transmit descriptor head to determine
+// which buffers have been used (and can be returned to the memory pool)
+// is not reliable" (PCI/PCI-X Family of Gigabit Ethernet Controllers
+// Software Developer's Manual, §13.4.39 TDH; em_isc_txd_credits_update and
+// em_isc_rxd_available read DD bits only).
 //
 // One driver at a time: a NIC is bound to the iflib driver from
 // [NIC.Attach] until the context detaches, or to a [RawForwarder] from
@@ -23,18 +35,80 @@
 // Frames are whole or not at all. A TX frame longer than MaxFrame, or one
 // whose buffer read faults, is dropped whole and counted (TxTooLong,
 // TxDMAFaults); an RX frame whose buffer write faults carries RXE in its
-// EOP descriptor, and the driver drops it (EBADMSG) rather than deliver a
-// frame with a hole.
+// EOP descriptor, and the driver drops it rather than deliver a frame
+// with a hole. The device's counters balance (see [Stats]).
 //
-// Tests build rigs with the [simnictest] package, whose teardown checks
-// every leak (zones, maps, checker reports, IOMMU faults, goroutines).
+// # Behaviour modes (Config)
 //
-// Descriptor layouts (16 bytes, little endian), after Intel's legacy
-// e1000 descriptors, with the RX write-back extended by an RSS hash:
+//   - Link loss ([NIC.SetLink], [FaultLinkDown]): while the link is down
+//     TX DMA stops — no descriptor is consumed — and frames arriving at
+//     the wire are dropped (RxLinkDown), as Intel MACs do; Linux's e1000e,
+//     igb and ixgbe watchdogs say it: "We've lost link, so the controller
+//     stops DMA, but we've got queued Tx work that's never going to get
+//     done, so reset controller to flush Tx". Each change latches the
+//     link-status-change cause (ICR.LSC); the driver's link interrupt
+//     calls iflib's AdminIntr (em_msix_link → iflib_admin_intr_deferred),
+//     and the admin task's IFDI_UPDATE_ADMIN_STATUS reads STATUS.LU and
+//     reports it (em_if_update_admin_status). IFDI_TIMER polls the same
+//     way (em_if_timer), which catches a lost link interrupt.
+//   - Late and batched write-back (WBThresh, WBDelay): completed
+//     descriptors are written back only when WBThresh are pending or the
+//     oldest has waited WBDelay (TXDCTL/RXDCTL.WTHRESH with the TIDV/RDTR
+//     timers, SDM §3.4 "Descriptors are written back in one of three
+//     conditions", and the TXDCTL register), so completions arrive late
+//     and in clumps; frames are sent before their write-back.
+//   - Credits as real drivers see them (TxCompletion): em's tx_rsq walk
+//     over DD bits (em_isc_txd_credits_update), the older em's count that
+//     stays one descriptor short (tx_cidx_processed started at 0 before
+//     em_if_init set it to ntxd−1 "to avoid an off-by-one error"), and
+//     ixl-style head write-back (the device writes its head after the ring,
+//     ixl_isc_txd_credits_update_hwb; 82599 TDWBAL), whose head can stop in
+//     the middle of a packet: only iflib's reclaim lag of nsegments keeps
+//     that packet's later buffers mapped until the device read them.
+//   - RX frame errors ([FaultRxCRC], [FaultRxSymbol], [FaultRxLength],
+//     [FaultRxDMA]): the EOP descriptor's error field carries CE, SE, LE or
+//     RXE (SDM §3.2.3.2, Table 3-3: valid only with EOP and DD; the device
+//     stores bad frames, as with RCTL.SBP). The driver either returns
+//     EBADMSG, as em_isc_rxd_pkt_get does ("Make sure bad packets are
+//     discarded"), and iflib counts it and resets, or reports the frame
+//     with RxdInfo.Discard, as Linux drivers drop a bad frame and reuse its
+//     buffers (e1000_clean_rx_irq), and iflib recycles it without a reset
+//     (RxErrors).
+//   - Interrupt faults ([FaultLostIntr], [FaultSpuriousIntr]): a lost
+//     MSI-X message leaves the vector auto-masked (EIAM) and its work
+//     undone until iflib's timer schedules the task; a spurious one runs a
+//     handler with nothing to do.
+//   - TX hang ([FaultTxHang]): the device stops consuming a queue until it
+//     is reprogrammed; iflib's watchdog finds the queue frozen across its
+//     timer periods and resets (IFDI_WATCHDOG_RESET, then stop + init).
+//     A lost DD write-back ([FaultLostWriteBack]) freezes em's tx_rsq walk
+//     the same way.
+//   - Slow DMA (DMALatency): every device access takes longer.
+//   - DMA faults on TX buffers ([FaultTxDMA]): the frame is dropped whole
+//     and counted, as a PCIe completion error aborts one frame.
+//
+// # The fault schedule
+//
+// Faults come from a [Schedule]: one 64-bit seed and a [Profile] decide
+// which faults fire and at which event of their stream (the Nth TX
+// descriptor of a queue, the Nth frame from the FIFO, the Nth interrupt,
+// the Nth link-status read), never at a wall-clock time, so a run replays.
+// Tests take the seed from SIMNIC_SEED, or draw one and print it with the
+// command that replays a failure (simnictest.Seed).
+//
+// # Descriptor layouts
+//
+// 16 bytes, little endian, after Intel's legacy e1000 descriptors, with
+// the RX write-back extended by an RSS hash:
 //
 //	TX:           addr[0:8] len[8:10] cso[10] cmd[11] status[12] css[13] vlan[14:16]
-//	              cmd: EOP 0x01, IFCS 0x02, VLE 0x40, RS 0x08; status: DD 0x01
+//	              cmd: EOP 0x01, IFCS 0x02, RS 0x08, VLE 0x40; status: DD 0x01
+//	TX head write-back: the head index (uint32) right after the last descriptor
 //	RX (read):    addr[0:8] (the rest zero)
 //	RX (written): hash[0:4] hashtype[4] pad[5:8] len[8:10] csum[10:12] status[12] errors[13] vlan[14:16]
 //	              status: DD 0x01, EOP 0x02, VP 0x08 (VLAN stripped), L4CS 0x20, IPCS 0x40
+//	              errors: CE 0x01, SE 0x02, SEQ 0x04, LE 0x08, CXE 0x10, TCPE 0x20, IPE 0x40, RXE 0x80
+//
+// Tests build rigs with the simnictest package, whose teardown checks
+// every leak (zones, maps, checker reports, IOMMU faults, goroutines).
 package simnic

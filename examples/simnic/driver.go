@@ -11,14 +11,59 @@ import (
 )
 
 // Driver is simnic's iflib driver: the IFDI methods and the if_txrx table
-// for a NIC. The TX completion scheme is em(4)'s: the driver remembers
-// every descriptor it asked to report status (tx_rsq) and counts credits
-// up to each one whose DD bit the device wrote back.
+// for a NIC, written the way em(4) is (sys/dev/e1000/if_em.c, em_txrx.c).
+//
+//   - TX completions (Config.TxCompletion): em's tx_rsq scheme — the driver
+//     remembers every descriptor it asked to report status (RS) and credits
+//     up to the last one whose DD bit the device wrote back
+//     (em_isc_txd_credits_update); or ixl's head write-back
+//     (ixl_isc_txd_credits_update_hwb). It never reads the head register.
+//   - RX: descriptors are trusted by their DD and EOP bits; a frame error in
+//     the EOP descriptor is EBADMSG (em) or a discard (Config.RxErrors).
+//   - Link: the link interrupt and IFDI_TIMER call Context.AdminIntr
+//     (em_msix_link, em_if_timer), and IFDI_UPDATE_ADMIN_STATUS reads the
+//     STATUS register and reports the link (em_if_update_admin_status).
+//   - Descriptors are read only below the device's write-back frontier (see
+//     devTxq): the frontier stands in for coherent DMA visibility and is
+//     never used as a count.
 type Driver struct {
-	nic *NIC
-	ctx *iflib.Context
-	tx  []drvTxq
-	rx  []drvRxq
+	nic        *NIC
+	ctx        *iflib.Context
+	ntxd, nrxd int
+	tx         []drvTxq
+	rx         []drvRxq
+
+	watchdogResets atomic.Uint64
+	rxBadFrames    atomic.Uint64 // rare: an atomic add per bad frame
+}
+
+// DriverStats are the driver's own counters.
+type DriverStats struct {
+	// TxEncapped are packets TxdEncap put on a TX ring. Each ends as one
+	// the device processed (Stats.TxProcessed) or one a stop abandoned on
+	// the ring (iflib frees it: stop_discards).
+	TxEncapped uint64
+	// TxAbandoned are packets a stop (or reset) left on a TX ring the device
+	// had not processed; iflib freed them and counted them in
+	// stop_discards. TxEncapped = Stats.TxProcessed + TxAbandoned once the
+	// device has caught up.
+	TxAbandoned uint64
+	// WatchdogResets are IFDI_WATCHDOG_RESET calls (em's watchdog_events).
+	WatchdogResets uint64
+	// RxBadFrames are RxdPktGet calls that found a frame error (EBADMSG
+	// returned, or a Discard reported).
+	RxBadFrames uint64
+}
+
+// Stats returns the driver's counters. TxEncapped is published at each
+// doorbell and at Stop.
+func (d *Driver) Stats() DriverStats {
+	s := DriverStats{WatchdogResets: d.watchdogResets.Load(), RxBadFrames: d.rxBadFrames.Load()}
+	for i := range d.tx {
+		s.TxEncapped += d.tx[i].encappedA.Load()
+		s.TxAbandoned += d.tx[i].abandonedA.Load()
+	}
+	return s
 }
 
 type drvTxq struct {
@@ -26,25 +71,44 @@ type drvTxq struct {
 	paddr   busdma.BusAddr
 	size    int
 	rsq     []int // tx_rsq: descriptor indices with RS set, a ring
-	rsqHead int   // next rsq entry to check
-	rsqTail int   // next free rsq entry
-	cidx    int   // tx_cidx_processed: descriptors credited so far
-	// cidxA mirrors cidx for the clear=false probe, which may run beside
-	// the consumer.
-	cidxA atomic.Int32
+	rsqHead int   // tx_rs_cidx: next rsq entry to check
+	rsqTail int   // tx_rs_pidx: next free rsq entry
+	// processed is tx_cidx_processed: the last descriptor credited (em), or
+	// the head last read (head write-back).
+	processed int
+	// seen is the first descriptor after the last RS one credited: the
+	// base of the visibility check (exact, unlike processed in the
+	// under-by-one mode).
+	seen int
+	// wbSeenA is the write-back frontier the consumer saw at its last
+	// credits pass, for the clear=false probe, which may run beside the
+	// consumer and reads only atomics.
+	wbSeenA atomic.Uint32
+	// encapped counts packets put on the ring (consumer-owned), published
+	// in encappedA at each doorbell and at Stop (no locked instruction
+	// per packet).
+	encapped  uint64
+	encappedA atomic.Uint64
+	// abandonedA is encapped minus the packets the device processed, at
+	// the last stop (stored by Stop, once the device goroutine is gone).
+	abandonedA atomic.Uint64
 }
 
 type drvRxq struct {
-	ring  []byte
-	paddr busdma.BusAddr
-	size  int
-	slot  []uint16 // descriptor → iflib free-list slot (iru_idxs)
+	ring    []byte
+	paddr   busdma.BusAddr
+	size    int
+	slot    []uint16 // descriptor → iflib free-list slot (iru_idxs)
+	visible int      // the frontier RxdAvailable last loaded: pkt_get reads below it only
 }
 
 var (
-	_ iflib.Device           = (*Driver)(nil)
-	_ iflib.TxRx             = (*Driver)(nil)
-	_ iflib.QueueIntrEnabler = (*Driver)(nil)
+	_ iflib.Device             = (*Driver)(nil)
+	_ iflib.TxRx               = (*Driver)(nil)
+	_ iflib.QueueIntrEnabler   = (*Driver)(nil)
+	_ iflib.AdminStatusUpdater = (*Driver)(nil)
+	_ iflib.TimerHandler       = (*Driver)(nil)
+	_ iflib.WatchdogResetter   = (*Driver)(nil)
 )
 
 // Errors of the driver's fast path. RxdPktGet's are em's EBADMSG: iflib
@@ -115,11 +179,24 @@ func (d *Driver) Context() *iflib.Context { return d.ctx }
 // NIC returns the device model.
 func (d *Driver) NIC() *NIC { return d.nic }
 
-// AttachPre is IFDI_ATTACH_PRE: fill the softc context.
+// WatchdogResets returns how many times iflib's TX watchdog called
+// IFDI_WATCHDOG_RESET (em's watchdog_events).
+func (d *Driver) WatchdogResets() uint64 { return d.watchdogResets.Load() }
+
+// headWB reports whether TX completions come by head write-back.
+func (d *Driver) headWB() bool { return d.nic.cfg.TxCompletion == TxCompletionHeadWB }
+
+// AttachPre is IFDI_ATTACH_PRE: fill the softc context. In head
+// write-back mode the TX ring has room for the head after its last
+// descriptor (ixl: isc_txqsizes = ntxd × 16 + sizeof(u32), rounded).
 func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 	cfg := d.nic.cfg
 	sc.NTxQSetsMax, sc.NRxQSetsMax = cfg.Queues, cfg.Queues
+	d.ntxd, d.nrxd = sc.NTxd[0], sc.NRxd[0]
 	sc.TxQSizes[0] = sc.NTxd[0] * DescSize
+	if d.headWB() {
+		sc.TxQSizes[0] += DescSize
+	}
 	sc.RxQSizes[0] = sc.NRxd[0] * DescSize
 	sc.TxdSize[0], sc.RxdSize[0] = DescSize, DescSize
 	sc.TxNSegments = cfg.TxSegs
@@ -139,6 +216,9 @@ func (d *Driver) TxQueuesAlloc(rings []iflib.RingMem, ntxqs, ntxqsets int) error
 	d.tx = make([]drvTxq, ntxqsets)
 	for i, r := range rings {
 		size := len(r.Vaddr) / DescSize
+		if d.headWB() {
+			size--
+		}
 		d.tx[i] = drvTxq{ring: r.Vaddr, paddr: r.Paddr, size: size, rsq: make([]int, size)}
 	}
 	return nil
@@ -157,8 +237,8 @@ func (d *Driver) RxQueuesAlloc(rings []iflib.RingMem, nrxqs, nrxqsets int) error
 	return nil
 }
 
-// Init is IFDI_INIT: program the rings and start the device; the link
-// comes up.
+// Init is IFDI_INIT: program the rings and start the device. iflib then
+// calls IFDI_UPDATE_ADMIN_STATUS, which reports the link.
 func (d *Driver) Init(ctx *iflib.Context) error {
 	if !d.nic.ownedBy(d) {
 		return fmt.Errorf("%w: %s is not bound to this driver", ErrBusy, d.nic.bus.Name())
@@ -168,53 +248,78 @@ func (d *Driver) Init(ctx *iflib.Context) error {
 	for i := range d.tx {
 		t := &d.tx[i]
 		tx[i] = t.paddr
-		t.rsqHead, t.rsqTail, t.cidx = 0, 0, 0
-		t.cidxA.Store(0)
+		// em_if_init: "Initialize the last processed descriptor to be the
+		// end of the ring, rather than the start, so that we avoid an
+		// off-by-one error"; the older em started at 0.
+		t.rsqHead, t.rsqTail, t.seen = 0, 0, 0
+		switch d.nic.cfg.TxCompletion {
+		case TxCompletionDD:
+			t.processed = t.size - 1
+		default:
+			t.processed = 0
+		}
+		t.wbSeenA.Store(0)
 	}
 	for i := range d.rx {
 		rx[i] = d.rx[i].paddr
+		d.rx[i].visible = 0
 	}
 	d.nic.program(tx, rx, d.tx[0].size, d.rx[0].size, d.nic.cfg.RxBufSize)
 	d.nic.start(d.intr)
-	ctx.LinkStateChange(iflib.LinkStateUp, 100_000_000_000)
 	return nil
 }
 
-// intr is the driver's interrupt filter: schedule the queue task.
-func (d *Driver) intr(tx bool, q int) {
-	if tx {
+// intr is the driver's interrupt filter: schedule the queue task, or the
+// admin task for a link change (em_msix_link → iflib_admin_intr_deferred).
+func (d *Driver) intr(c intrCause, q int) {
+	switch c {
+	case causeTx:
 		d.ctx.TxIntr(q)
-	} else {
+	case causeRx:
 		d.ctx.RxIntr(q)
+	case causeLink:
+		d.ctx.AdminIntr()
 	}
 }
+
+// UpdateAdminStatus is IFDI_UPDATE_ADMIN_STATUS
+// (em_if_update_admin_status): read the link and report it.
+func (d *Driver) UpdateAdminStatus(ctx *iflib.Context) {
+	if d.nic.readStatus() {
+		ctx.LinkStateChange(iflib.LinkStateUp, 100_000_000_000)
+	} else {
+		ctx.LinkStateChange(iflib.LinkStateDown, 0)
+	}
+}
+
+// Timer is IFDI_TIMER (em_if_timer): on queue 0, have the admin task
+// poll the link, which catches a link change whose interrupt was lost.
+func (d *Driver) Timer(ctx *iflib.Context, qid int) {
+	if qid == 0 {
+		ctx.AdminIntr()
+	}
+}
+
+// WatchdogReset is IFDI_WATCHDOG_RESET (em_if_watchdog_reset): count it;
+// iflib then resets the interface, which reprograms the hung queue.
+func (d *Driver) WatchdogReset(ctx *iflib.Context) { d.watchdogResets.Add(1) }
 
 // Stop is IFDI_STOP.
 func (d *Driver) Stop(ctx *iflib.Context) {
 	d.nic.stop()
+	for i := range d.tx {
+		t := &d.tx[i]
+		t.encappedA.Store(t.encapped)
+		t.abandonedA.Store(t.encapped - d.nic.txq[i].packets) // the device goroutine is gone
+	}
 	ctx.LinkStateChange(iflib.LinkStateDown, 0)
 }
 
 // IntrEnable is IFDI_INTR_ENABLE.
-func (d *Driver) IntrEnable(ctx *iflib.Context) {
-	for i := range d.nic.txq {
-		d.nic.txq[i].intrEn.Store(true)
-	}
-	for i := range d.nic.rxq {
-		d.nic.rxq[i].intrEn.Store(true)
-	}
-	d.nic.wake()
-}
+func (d *Driver) IntrEnable(ctx *iflib.Context) { d.nic.intrEnable() }
 
 // IntrDisable is IFDI_INTR_DISABLE.
-func (d *Driver) IntrDisable(ctx *iflib.Context) {
-	for i := range d.nic.txq {
-		d.nic.txq[i].intrEn.Store(false)
-	}
-	for i := range d.nic.rxq {
-		d.nic.rxq[i].intrEn.Store(false)
-	}
-}
+func (d *Driver) IntrDisable(ctx *iflib.Context) { d.nic.intrDisable() }
 
 // TxQueueIntrEnable is IFDI_TX_QUEUE_INTR_ENABLE.
 func (d *Driver) TxQueueIntrEnable(ctx *iflib.Context, qid int) error {
@@ -267,59 +372,81 @@ func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 		idx = (idx + 1) & mask
 	}
 	pi.NewPIdx = idx
+	t.encapped++
 	return nil
 }
 
 // TxdFlush is ift_txd_flush: write TDT.
 func (d *Driver) TxdFlush(qid int, pidx int) {
+	t := &d.tx[qid]
+	t.encappedA.Store(t.encapped)
 	d.nic.txq[qid].tdt.Store(uint32(pidx)) // release: the descriptors
 	d.nic.wake()
 }
 
-// TxdCreditsUpdate is ift_txd_credits_update (em_isc_txd_credits_update):
-// walk tx_rsq while the device wrote DD back.
+// TxdCreditsUpdate is ift_txd_credits_update. With clear=false it is a
+// probe that may run beside the consumer: it reads only atomics and
+// answers whether the device wrote anything back since the consumer last
+// looked ("may be unreliable"; a lost DD write-back leaves it 0, so
+// iflib's watchdog sees a hung queue, as em's probe of the next RS
+// descriptor's DD bit would).
 func (d *Driver) TxdCreditsUpdate(qid int, clear bool) int {
 	t := &d.tx[qid]
-	head := int(d.nic.txq[qid].tdh.Load()) // acquire: the DD write-backs
+	dq := &d.nic.txq[qid]
 	if !clear {
-		// The probe may run beside the consumer: compare the head
-		// register with the published credited position only.
-		if head != int(t.cidxA.Load()) {
+		if dq.wb.Load() != t.wbSeenA.Load() {
 			return 1
 		}
 		return 0
 	}
+	wb := dq.wb.Load() // acquire: the write-backs before the frontier
+	t.wbSeenA.Store(wb)
+	if d.headWB() {
+		return d.creditsHeadWB(t, dq)
+	}
+	return d.creditsDD(t, int(wb))
+}
+
+// creditsDD is em_isc_txd_credits_update: walk tx_rsq while the next RS
+// descriptor has DD, crediting cur − prev descriptors for each.
+func (d *Driver) creditsDD(t *drvTxq, wb int) int {
 	mask := t.size - 1
+	visible := (wb - t.seen) & mask // descriptors [seen, wb) were written back
 	credits := 0
-	cidx := t.cidx
-	span := (head - cidx) & mask // descriptors [cidx, head) are done
-	for r := t.rsqHead; r != t.rsqTail; r = (r + 1) & mask {
-		idx := t.rsq[r]
-		if (idx-cidx)&mask >= span {
+	for t.rsqHead != t.rsqTail {
+		cur := t.rsq[t.rsqHead]
+		if (cur-t.seen)&mask >= visible || t.ring[cur*DescSize+12]&TxStatDD == 0 {
 			break
 		}
-		if t.ring[idx*DescSize+12]&TxStatDD == 0 {
-			break // the device owes this write-back (cannot happen before head)
-		}
-		n := (idx + 1 - cidx) & mask
-		credits += n
-		span -= n
-		cidx = (idx + 1) & mask
-		t.ring[idx*DescSize+12] = 0
-		t.rsqHead = (r + 1) & mask
+		credits += (cur - t.processed) & mask
+		t.processed = cur
+		visible -= (cur + 1 - t.seen) & mask
+		t.seen = (cur + 1) & mask
+		t.rsqHead = (t.rsqHead + 1) & mask
 	}
-	t.cidx = cidx
-	t.cidxA.Store(int32(cidx))
 	return credits
 }
 
-// RxdAvailable is ift_rxd_available: count complete packets from cidx.
+// creditsHeadWB is ixl_isc_txd_credits_update_hwb: the head the device
+// wrote after the ring, minus tx_cidx_processed. The head may stop inside
+// a packet.
+func (d *Driver) creditsHeadWB(t *drvTxq, dq *devTxq) int {
+	dq.hwbMu.Lock()
+	head := int(binary.LittleEndian.Uint32(t.ring[t.size*DescSize:])) & (t.size - 1)
+	dq.hwbMu.Unlock()
+	credits := (head - t.processed) & (t.size - 1)
+	t.processed = head
+	return credits
+}
+
+// RxdAvailable is ift_rxd_available: count complete packets from cidx,
+// by their DD and EOP bits, below the write-back frontier.
 func (d *Driver) RxdAvailable(qid int, cidx int, budget int) int {
 	r := &d.rx[qid]
-	head := int(d.nic.rxq[qid].rdh.Load()) // acquire: data and write-backs
+	r.visible = int(d.nic.rxq[qid].wb.Load()) // acquire: data and write-backs
 	mask := r.size - 1
 	cnt := 0
-	for i := cidx; i != head && cnt < budget; i = (i + 1) & mask {
+	for i := cidx; i != r.visible && cnt < budget; i = (i + 1) & mask {
 		st := r.ring[i*DescSize+12]
 		if st&RxStatDD == 0 {
 			break
@@ -331,14 +458,17 @@ func (d *Driver) RxdAvailable(qid int, cidx int, budget int) int {
 	return cnt
 }
 
-// RxdPktGet is ift_rxd_pkt_get: describe the packet at ri.CIdx.
+// RxdPktGet is ift_rxd_pkt_get: describe the packet at ri.CIdx and
+// consume its descriptors. A frame error in its EOP descriptor is EBADMSG
+// with the descriptors left as they are (em), or, with RxErrorsDiscard, a
+// packet marked Discard whose buffers iflib recycles.
 func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 	r := &d.rx[ri.QSIdx]
 	mask := r.size - 1
 	i := ri.CIdx
 	ri.NFrags, ri.Len = 0, 0
 	for {
-		if ri.NFrags == len(ri.Frags) {
+		if ri.NFrags == len(ri.Frags) || i == r.visible {
 			return errBadDesc
 		}
 		wb := getRxWB(r.ring[i*DescSize:])
@@ -352,20 +482,27 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		ri.Frags[ri.NFrags] = iflib.RxdFrag{FLID: 0, Idx: slot, Len: wb.length}
 		ri.NFrags++
 		ri.Len += int(wb.length)
-		r.ring[i*DescSize+12] = 0
 		if ri.NFrags == 1 {
 			ri.FlowID = wb.hash
 			ri.RSSType = iflib.HashType(wb.hashType)
 		}
 		i = (i + 1) & mask
-		if wb.status&RxStatEOP != 0 {
-			if wb.errors&RxErrFrameMask != 0 {
+		if wb.status&RxStatEOP == 0 {
+			continue
+		}
+		if wb.errors&RxErrFrameMask != 0 {
+			d.rxBadFrames.Add(1)
+			if d.nic.cfg.RxErrors != RxErrorsDiscard {
 				// em's rxd_pkt_get: "Make sure bad packets are discarded"
 				// returns EBADMSG, and iflib resets.
 				return errRxFrame
 			}
-			break
+			ri.Discard = true
 		}
+		break
+	}
+	for j := ri.CIdx; j != i; j = (j + 1) & mask {
+		r.ring[j*DescSize+12] = 0 // the status: consumed
 	}
 	return nil
 }

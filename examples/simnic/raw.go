@@ -275,7 +275,7 @@ func (f *RawForwarder) Start() error {
 		f.txSlot[i] = -1
 	}
 	f.rxNext, f.rxTail, f.txTail, f.txClean, f.txUsed = 0, 0, 0, 0, 0
-	isr := func(bool, int) {
+	isr := func(intrCause, int) {
 		select {
 		case f.kick <- struct{}{}:
 		default:
@@ -417,7 +417,7 @@ func (f *RawForwarder) reclaim() int {
 // stack and the frame is counted in Errors (never sent shorter).
 func (f *RawForwarder) forward() int {
 	rxq := &f.rx.rxq[0]
-	head := int(rxq.rdh.Load()) // acquire: data and write-backs
+	head := int(rxq.wb.Load()) // acquire: data and write-backs (the write-back frontier)
 	if head == f.rxNext {
 		return 0
 	}
@@ -427,9 +427,9 @@ func (f *RawForwarder) forward() int {
 	n, frames, bad, nbytes := 0, 0, 0, 0
 	last := -1
 	for n < f.batch && f.rxNext != head {
-		// The frame's extent: descriptors up to EOP. The device publishes
-		// RDH after a frame's last write-back, so a frame before head is
-		// complete.
+		// The frame's extent: descriptors up to EOP. The device moves its
+		// write-back frontier past a frame's last write-back, so a frame
+		// before head is complete.
 		cnt, ok, drop := 0, false, false
 		for i := f.rxNext; i != head; i = (i + 1) & rmask {
 			wb := getRxWB(rring.Vaddr[i*DescSize : (i+1)*DescSize])

@@ -260,7 +260,7 @@ func BenchmarkRaw(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for !r.a.Receive(f) {
 			refused++
-			runtime.Gosched()
+			r.a.WaitRoom(f, nil) // park until the device pops a frame
 		}
 	}
 	for r.sink.Frames()-start < uint64(b.N) {

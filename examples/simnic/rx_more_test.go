@@ -33,10 +33,10 @@ func TestIOMMUSmallPacketsReuseVsNoReuse(t *testing.T) {
 			r, _ := newRig(t, simnictest.Options{Env: simnictest.EnvOptions{IOMMU: true}, Input: rec.input, NIC: simnicSmall(), Config: iflib.Config{NoRxReuse: !reuse}}, false)
 			const warm, n = 300, 1200
 			sendFrames(t, r, warm, 64)
-			waitFor(t, "warm-up", func() bool { return rec.count() >= warm })
+			waitFor(t, "warm-up", func() bool { return rec.count() >= warm && rxStats(r.Ctx).IPackets >= warm })
 			before := rxStats(r.Ctx)
 			sendFrames(t, r, n, 64)
-			waitFor(t, "all", func() bool { return rec.count() >= warm+n })
+			waitFor(t, "all", func() bool { return rec.count() >= warm+n && rxStats(r.Ctx).IPackets >= warm+n })
 			after := rxStats(r.Ctx)
 			loads := after.MapLoads - before.MapLoads
 			pkts := after.IPackets - before.IPackets

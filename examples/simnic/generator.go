@@ -1,0 +1,178 @@
+package simnic
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors of the Generator's lifecycle.
+var (
+	// ErrGenStarted: Start on a generator that was already started.
+	ErrGenStarted = errors.New("simnic: generator already started")
+	// ErrGenNotStarted: Stop or Wait on a generator that was never started.
+	ErrGenNotStarted = errors.New("simnic: generator not started")
+	// ErrGenConfig: Start with a nil endpoint, a nil Next or a bad Rate.
+	ErrGenConfig = errors.New("simnic: invalid generator")
+)
+
+// Generator sends frames into an endpoint from its own goroutine, as fast
+// as the endpoint takes them or at a rate.
+//
+// Lifecycle: Start once; then Stop (any number of times, from any
+// goroutine) ends it and waits, and Wait waits for it to end by itself
+// (Count reached or Next returned 0) — with Count 0 and a Next that never
+// returns 0, Wait returns only after a Stop. Stop and Wait before Start
+// return ErrGenNotStarted; a second Start returns ErrGenStarted. A
+// generator is not restartable.
+//
+// A refused frame (the endpoint's FIFO is full) is counted in Refused and
+// the generator moves on to the next one; with Lossless it retries the same
+// frame until it is taken (then only a frame the endpoint never takes, too
+// long for it, and the frame in hand when Stop is called count as refused:
+// Sent + Refused is always the frames offered). Either way, when
+// the endpoint is a [RoomWaiter] (a NIC) the generator parks until there is
+// room instead of spinning, so it leaves the CPU to the device it feeds;
+// otherwise it yields the processor between attempts.
+type Generator struct {
+	// Next writes the next frame into buf and returns its length; 0 (or a
+	// length beyond buf) stops the generator.
+	Next func(seq uint64, buf []byte) int
+	// Rate is frames per second (0: as fast as possible).
+	Rate float64
+	// Count stops after this many frames (0: until Stop).
+	Count uint64
+	// Lossless retries a refused frame until the endpoint takes it.
+	Lossless bool
+
+	sent, refused atomic.Uint64
+	mu            sync.Mutex    // Start against Stop/Wait
+	stop          chan struct{} // set under mu by Start
+	done          chan struct{} // set under mu by Start
+	stopOnce      sync.Once
+}
+
+// Start runs the generator into dst.
+func (g *Generator) Start(dst Endpoint) error {
+	if dst == nil || g.Next == nil || g.Rate < 0 || math.IsNaN(g.Rate) || math.IsInf(g.Rate, 0) {
+		return ErrGenConfig
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done != nil {
+		return ErrGenStarted
+	}
+	g.stop, g.done = make(chan struct{}), make(chan struct{})
+	go g.run(dst)
+	return nil
+}
+
+func (g *Generator) chans() (stop, done chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stop, g.done
+}
+
+func (g *Generator) run(dst Endpoint) {
+	defer close(g.done)
+	waiter, _ := dst.(RoomWaiter)
+	buf := make([]byte, 16384)
+	start := time.Now()
+	for seq := uint64(0); g.Count == 0 || seq < g.Count; seq++ {
+		if seq&63 == 0 {
+			select {
+			case <-g.stop:
+				return
+			default:
+			}
+		}
+		if g.Rate > 0 {
+			due := start.Add(time.Duration(float64(seq) / g.Rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-g.stop:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+		}
+		n := g.Next(seq, buf)
+		if n <= 0 || n > len(buf) {
+			return
+		}
+		if !g.send(dst, waiter, buf[:n]) {
+			return
+		}
+	}
+}
+
+// send offers one frame, parking on refusals (see the type's doc). It
+// reports false when the generator was stopped while parked.
+func (g *Generator) send(dst Endpoint, waiter RoomWaiter, frame []byte) bool {
+	for {
+		if dst.Receive(frame) {
+			g.sent.Add(1)
+			return true
+		}
+		if waiter != nil {
+			if !waiter.WaitRoom(frame, g.stop) {
+				g.refused.Add(1) // never takes it (too long), or stopped
+				return g.running()
+			}
+		} else {
+			select {
+			case <-g.stop:
+				return false
+			default:
+			}
+			runtime.Gosched()
+		}
+		if !g.Lossless {
+			g.refused.Add(1)
+			return true
+		}
+	}
+}
+
+// running reports whether Stop has not been called.
+func (g *Generator) running() bool {
+	select {
+	case <-g.stop:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop ends the generator and waits for it.
+func (g *Generator) Stop() error {
+	stop, done := g.chans()
+	if done == nil {
+		return ErrGenNotStarted
+	}
+	g.stopOnce.Do(func() { close(stop) })
+	<-done
+	return nil
+}
+
+// Wait waits until the generator ends (Count reached, Next returned 0, or
+// Stop).
+func (g *Generator) Wait() error {
+	_, done := g.chans()
+	if done == nil {
+		return ErrGenNotStarted
+	}
+	<-done
+	return nil
+}
+
+// Sent is frames the endpoint took; Refused is frames it dropped.
+func (g *Generator) Sent() uint64 { return g.sent.Load() }
+
+// Refused is frames the endpoint dropped.
+func (g *Generator) Refused() uint64 { return g.refused.Load() }
