@@ -10,11 +10,13 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
 // ForwardFrameLen is the default frame of the forwarding measurement:
-// 64 bytes (ETHER_MIN_LEN), the small-packet rate of seed 000.
+// 64 bytes (ETHER_MIN_LEN), the small-packet rate the forwarding
+// reviews (D17901, D24094, D27755) measured.
 const ForwardFrameLen = 64
 
 // forwardMinFrame is the shortest frame that carries the sequence number
@@ -25,7 +27,7 @@ const forwardMinFrame = headerLen + 8
 var ErrForwardOpts = errors.New("seedbench: bad forwarding options")
 
 // ForwardOpts configures the forwarding rig: a generator on NIC A's wire,
-// iflib RX on A, an input callback that transmits each packet on NIC B,
+// iflib RX on A, an input callback that transmits each batch on NIC B,
 // iflib TX on B, B's wire ending in a sink. The zero value works.
 type ForwardOpts struct {
 	// FrameLen is the frame size in bytes; default ForwardFrameLen.
@@ -36,16 +38,26 @@ type ForwardOpts struct {
 	// on A, the TX ones on B. A zero RxZoneSize on A becomes 8192, enough
 	// for A's ring, B's mp_ring and B's TX ring all full at once.
 	Config iflib.Config
+	// ConfigB, if set, is B's configuration instead of Config (for
+	// placing B's queues elsewhere than A's).
+	ConfigB *iflib.Config
 	// RxOnly makes A's input callback free each packet instead of
 	// forwarding it: the RX-only measurement. B is still attached.
 	RxOnly bool
-	// IOMMU puts both NICs behind the IOMMU model with MapCost and
-	// UnmapCost busy-work units per iommu_map and iommu_unmap; otherwise
-	// they share a plain simulated physical space.
+	// Raw forwards with simnic's hand-written loop (simnic.RawForwarder,
+	// RawBatch descriptors per pass, default 32) over the same rings
+	// instead of iflib: the baseline. Config and RxOnly do not apply.
+	Raw      bool
+	RawBatch int
+	// IOMMU puts both NICs behind busdma's IOMMU model, with MapTime and
+	// UnmapTime of CPU time per iommu_map and iommu_unmap (see
+	// busdma.IOMMUConfig and busdma.StrictUnmapTime); otherwise they share
+	// a plain simulated physical space.
 	IOMMU              bool
-	MapCost, UnmapCost int
-	// Checker turns on busdma's DMA checker on both devices.
-	Checker *busdma.Checker
+	MapTime, UnmapTime time.Duration
+	// Checker turns on busdma's DMA checker on both devices (Close then
+	// reports every misuse it saw).
+	Checker bool
 	// Count stops the generator after Count frames (0: it runs until
 	// Close).
 	Count uint64
@@ -58,6 +70,9 @@ type ForwardOpts struct {
 	// Inspect, if set, sees each frame arriving at B's sink (on B's
 	// device goroutine; the slice is valid during the call only).
 	Inspect func(frame []byte)
+	// Paused builds the rig with its generator paused (see
+	// ForwardRig.Resume).
+	Paused bool
 }
 
 func (o *ForwardOpts) defaults() error {
@@ -66,6 +81,9 @@ func (o *ForwardOpts) defaults() error {
 	}
 	if o.Flows == 0 {
 		o.Flows = 1
+	}
+	if o.RawBatch == 0 {
+		o.RawBatch = 32
 	}
 	if o.Duration == 0 {
 		o.Duration = time.Second
@@ -83,8 +101,12 @@ func (o *ForwardOpts) defaults() error {
 		return fmt.Errorf("%w: Flows %d not in 1..65536", ErrForwardOpts, o.Flows)
 	case o.Duration < 0 || o.Warmup < 0 || o.Interval < 0:
 		return fmt.Errorf("%w: negative duration", ErrForwardOpts)
-	case o.MapCost < 0 || o.UnmapCost < 0:
+	case o.MapTime < 0 || o.UnmapTime < 0:
 		return fmt.Errorf("%w: negative IOMMU cost", ErrForwardOpts)
+	case o.Raw && o.RxOnly:
+		return fmt.Errorf("%w: the raw loop only forwards (RxOnly with Raw)", ErrForwardOpts)
+	case o.RawBatch < 0:
+		return fmt.Errorf("%w: RawBatch %d", ErrForwardOpts, o.RawBatch)
 	}
 	return nil
 }
@@ -129,9 +151,9 @@ func ForwardSeq(frame []byte) (uint64, bool) {
 // ForwardSample is one progress report: the rates over the last interval.
 type ForwardSample struct {
 	Elapsed  time.Duration // since the measuring window began
-	RxMpps   float64       // packets iflib received on A
+	RxMpps   float64       // packets received on A
 	FwdMpps  float64       // frames that reached B's sink
-	LostMpps float64       // refused by A's FIFO, or dropped by iflib
+	LostMpps float64       // offered but not forwarded (see ForwardResult.Lost)
 }
 
 func (s ForwardSample) String() string {
@@ -142,14 +164,16 @@ func (s ForwardSample) String() string {
 // ForwardResult is what a measuring window counted.
 type ForwardResult struct {
 	Elapsed   time.Duration
-	Offered   uint64 // frames the generator put on A's wire
-	Refused   uint64 // of those, refused by A's full FIFO (rx_missed)
-	Received  uint64 // packets iflib received on A (ipackets)
-	Forwarded uint64 // frames that reached B's sink
-	TxErrors  uint64 // ctxB.Transmit errors (the packet was dropped)
-	RxDrops   uint64 // A's iqdrops + ierrors
-	MapLoads  uint64 // A's free-list map loads
-	BAReuses  uint64 // A's free-list reposts by ifsd_ba
+	CPU       time.Duration // process CPU time (user+system) over the window
+	RxOnly    bool          // the rig freed what it received (Packets is Received)
+	Offered   uint64        // frames the generator put on A's wire
+	Refused   uint64        // of those, refused by A's full receive FIFO (rx_missed)
+	Received  uint64        // packets taken from A's RX ring (iflib's ipackets, or the raw loop's)
+	Forwarded uint64        // frames that reached B's sink
+	TxErrors  uint64        // packets B's transmit refused (dropped and counted)
+	RxDrops   uint64        // A's iqdrops + ierrors (the raw loop: bad frames)
+	MapLoads  uint64        // A's free-list map loads
+	BAReuses  uint64        // A's free-list reposts by ifsd_ba
 	IOMMU     busdma.IOMMUStats
 }
 
@@ -160,13 +184,33 @@ func rate(n uint64, d time.Duration) float64 {
 	return float64(n) / d.Seconds() / 1e6
 }
 
+// Packets is what the measurement counts: frames forwarded to B's sink,
+// or packets received for an RX-only rig.
+func (r ForwardResult) Packets() uint64 {
+	if r.RxOnly {
+		return r.Received
+	}
+	return r.Forwarded
+}
+
+// Mpps is Packets per second, in millions.
+func (r ForwardResult) Mpps() float64 { return rate(r.Packets(), r.Elapsed) }
+
+// CPUNsPerPkt is the process's CPU time per counted packet, in ns: the
+// generator's, the two simulated devices' and the forwarder's together.
+func (r ForwardResult) CPUNsPerPkt() float64 {
+	return float64(r.CPU.Nanoseconds()) / float64(max(r.Packets(), 1))
+}
+
 // RxMpps is the receive rate on A.
 func (r ForwardResult) RxMpps() float64 { return rate(r.Received, r.Elapsed) }
 
 // FwdMpps is the rate of frames reaching B's sink.
 func (r ForwardResult) FwdMpps() float64 { return rate(r.Forwarded, r.Elapsed) }
 
-// Lost is frames refused by A's FIFO or dropped by iflib.
+// Lost is frames offered but not forwarded: refused by A's full receive
+// FIFO (the host did not empty A's ring in time), dropped by A's RX, or
+// refused by B's transmit.
 func (r ForwardResult) Lost() uint64 { return r.Refused + r.TxErrors + r.RxDrops }
 
 // LostMpps is the loss rate.
@@ -178,14 +222,15 @@ func (r ForwardResult) MapLoadsPerPacket() float64 {
 }
 
 func (r ForwardResult) String() string {
-	return fmt.Sprintf("%.2fs: offered %d, refused %d, received %d (%.3f Mpps), forwarded %d (%.3f Mpps), tx errors %d, rx drops %d, lost %.3f Mpps, map loads/pkt %.3f",
+	return fmt.Sprintf("%.2fs: offered %d, refused %d, received %d (%.3f Mpps), forwarded %d (%.3f Mpps), tx errors %d, rx drops %d, lost %.3f Mpps, map loads/pkt %.3f, %.0f cpu-ns/pkt",
 		r.Elapsed.Seconds(), r.Offered, r.Refused, r.Received, r.RxMpps(), r.Forwarded, r.FwdMpps(),
-		r.TxErrors, r.RxDrops, r.LostMpps(), r.MapLoadsPerPacket())
+		r.TxErrors, r.RxDrops, r.LostMpps(), r.MapLoadsPerPacket(), r.CPUNsPerPkt())
 }
 
 func (r ForwardResult) sub(o ForwardResult) ForwardResult {
 	return ForwardResult{
-		Elapsed: r.Elapsed - o.Elapsed, Offered: r.Offered - o.Offered, Refused: r.Refused - o.Refused,
+		Elapsed: r.Elapsed - o.Elapsed, CPU: r.CPU - o.CPU, RxOnly: r.RxOnly,
+		Offered: r.Offered - o.Offered, Refused: r.Refused - o.Refused,
 		Received: r.Received - o.Received, Forwarded: r.Forwarded - o.Forwarded, TxErrors: r.TxErrors - o.TxErrors,
 		RxDrops: r.RxDrops - o.RxDrops, MapLoads: r.MapLoads - o.MapLoads, BAReuses: r.BAReuses - o.BAReuses,
 		IOMMU: busdma.IOMMUStats{
@@ -196,109 +241,174 @@ func (r ForwardResult) sub(o ForwardResult) ForwardResult {
 	}
 }
 
-// ForwardRig is the running forwarding set-up. Everything is started by
-// NewForwardRig and torn down by Close.
+// ForwardRig is the running forwarding set-up, built on a simnictest.Env
+// whose Close checks every leak. Everything is started by NewForwardRig and
+// torn down by Close.
 type ForwardRig struct {
-	Space      busdma.Space
-	IOMMU      *busdma.IOMMUSpace // nil without the IOMMU model
+	Env        *simnictest.Env
 	NICA, NICB *simnic.NIC
-	CtxA, CtxB *iflib.Context
+	CtxA, CtxB *iflib.Context        // nil with Raw
+	Raw        *simnic.RawForwarder // nil without Raw
 	Sink       *simnic.Sink
 	Gen        *simnic.Generator
-
-	drvA, drvB *simnic.Driver
 
 	opts    ForwardOpts
 	start   time.Time
 	txErrs  atomic.Uint64 // written by A's RX task (the input callback)
-	closing atomic.Bool   // set by Close: a lossless generator gives up
+	closing atomic.Bool   // set by Close: a lossless feeder gives up
 	closed  bool
+
+	// The generator's gate: while paused is set, the generator waits in
+	// Next for a token on resume (or for closed to be closed).
+	paused  atomic.Bool
+	resume  chan struct{}
+	closeCh chan struct{}
 }
 
-// feeder is the generator's endpoint: A's wire. A refused frame yields
-// the processor (the generator would otherwise spin on a full FIFO and
-// starve the goroutines it measures); a lossless feeder retries until the
-// frame is taken or the rig closes.
-type feeder struct {
-	nic      *simnic.NIC
-	lossless bool
-	closing  *atomic.Bool
+// lossless is the generator's endpoint when no frame may be refused: it
+// retries a refused frame, yielding between attempts, until the FIFO
+// takes it or the rig closes.
+type lossless struct {
+	nic     *simnic.NIC
+	closing *atomic.Bool
 }
 
-func (f *feeder) Receive(frame []byte) bool {
-	for {
-		if f.nic.Receive(frame) {
-			return true
-		}
-		runtime.Gosched()
-		if !f.lossless || f.closing.Load() {
+func (f *lossless) Receive(frame []byte) bool {
+	for !f.nic.Receive(frame) {
+		if f.closing.Load() {
 			return false
 		}
+		runtime.Gosched()
 	}
+	return true
 }
 
 // NewForwardRig builds and starts the rig: two NICs on one address space,
-// B attached and running first, then A with the forwarding callback, then
-// the generator.
-func NewForwardRig(o ForwardOpts) (*ForwardRig, error) {
+// B attached and running first, then A with the forwarding callback (or
+// the raw loop over both), then the generator.
+func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	r := &ForwardRig{opts: o, Sink: &simnic.Sink{Inspect: o.Inspect}}
 	cfgA, cfgB := o.Config, o.Config
+	if o.ConfigB != nil {
+		cfgB = *o.ConfigB
+	}
 	if cfgA.RxZoneSize == 0 {
 		cfgA.RxZoneSize = 8192
 	}
 	cfgB.RxZoneSize = 1100 // B receives nothing
-	sim := busdma.SimConfig{Size: (cfgA.RxZoneSize+cfgB.RxZoneSize)*iflib.MCLBytes + 8<<20, ContigSize: 2 << 20}
-	var err error
-	if o.IOMMU {
-		r.IOMMU, err = busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: sim, MapCost: o.MapCost, UnmapCost: o.UnmapCost})
-		r.Space = r.IOMMU
-	} else {
-		r.Space, err = busdma.NewSimSpace(sim)
-	}
+	env, err := simnictest.Open(simnictest.EnvOptions{
+		Sim:   busdma.SimConfig{Size: (cfgA.RxZoneSize+cfgB.RxZoneSize)*iflib.MCLBytes + 16<<20, ContigSize: 2 << 20},
+		IOMMU: o.IOMMU, MapTime: o.MapTime, UnmapTime: o.UnmapTime,
+		NoChecker: !o.Checker,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if r.NICA, err = simnic.New(r.Space, simnic.Config{Unit: 0, Checker: o.Checker}); err != nil {
-		return nil, err
+	r = &ForwardRig{Env: env, opts: o, Sink: &simnic.Sink{Inspect: o.Inspect},
+		resume: make(chan struct{}, 1), closeCh: make(chan struct{})}
+	r.paused.Store(o.Paused)
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, env.Close())
+			r = nil
+		}
+	}()
+	if r.NICA, err = env.NewNIC(simnic.Config{Unit: 0}); err != nil {
+		return r, err
 	}
-	if r.NICB, err = simnic.New(r.Space, simnic.Config{Unit: 1, Checker: o.Checker}); err != nil {
-		return nil, err
+	if r.NICB, err = env.NewNIC(simnic.Config{Unit: 1}); err != nil {
+		return r, err
 	}
 	r.NICB.SetPeer(r.Sink)
-	var err2 error
-	if r.drvB, err2 = r.NICB.Attach(iflib.Attachment{Config: cfgB}); err2 != nil {
-		return nil, err2
-	}
-	r.CtxB = r.drvB.Context()
-	if err := r.CtxB.Init(); err != nil {
-		_ = r.CtxB.Detach()
-		return nil, err
-	}
-	input := r.forward
-	if o.RxOnly {
-		input = freeAll
-	}
-	if r.drvA, err2 = r.NICA.Attach(iflib.Attachment{Config: cfgA, Input: input}); err2 != nil {
-		_ = r.CtxB.Detach()
-		return nil, err2
-	}
-	r.CtxA = r.drvA.Context()
-	if err := r.CtxA.Init(); err != nil {
-		_ = r.CtxA.Detach()
-		_ = r.CtxB.Detach()
-		return nil, err
+	if o.Raw {
+		if r.Raw, err = env.NewRawForwarder(r.NICA, r.NICB, simnic.RawConfig{Batch: o.RawBatch}); err != nil {
+			return r, err
+		}
+		if err = r.Raw.Start(); err != nil {
+			return r, err
+		}
+	} else {
+		drvB, err := env.Attach(r.NICB, iflib.Attachment{Config: cfgB})
+		if err != nil {
+			return r, err
+		}
+		r.CtxB = drvB.Context()
+		if err := r.CtxB.Init(); err != nil {
+			return r, err
+		}
+		input := r.forward
+		if o.RxOnly {
+			input = freeAll
+		}
+		drvA, err := env.Attach(r.NICA, iflib.Attachment{Config: cfgA, Input: input})
+		if err != nil {
+			return r, err
+		}
+		r.CtxA = drvA.Context()
+		if err := r.CtxA.Init(); err != nil {
+			return r, err
+		}
 	}
 	size, flows := o.FrameLen, o.Flows
 	r.Gen = &simnic.Generator{
 		Count: o.Count,
-		Next:  func(seq uint64, buf []byte) int { return ForwardFrame(buf, size, flows, seq) },
+		Next: func(seq uint64, buf []byte) int {
+			for r.paused.Load() {
+				select {
+				case <-r.resume:
+				case <-r.closeCh:
+					return 0 // the generator ends
+				}
+			}
+			return ForwardFrame(buf, size, flows, seq)
+		},
 	}
 	r.start = time.Now()
-	r.Gen.Start(&feeder{nic: r.NICA, lossless: o.Lossless, closing: &r.closing})
-	return r, nil
+	var dst simnic.Endpoint = r.NICA
+	if o.Lossless {
+		dst = &lossless{nic: r.NICA, closing: &r.closing}
+	}
+	return r, env.Start(r.Gen, dst)
+}
+
+// Pause stops the generator offering frames (it waits before its next
+// frame); what is in flight drains and the rig goes idle. Several rigs
+// can then be kept built and measured in turn.
+func (r *ForwardRig) Pause() { r.paused.Store(true) }
+
+// Resume lets a paused generator go on.
+func (r *ForwardRig) Resume() {
+	r.paused.Store(false)
+	select {
+	case r.resume <- struct{}{}:
+	default:
+	}
+}
+
+// Quiet reports whether every frame offered so far is accounted for:
+// forwarded (or, RX-only, received) or lost. A paused rig becomes quiet
+// once what was in flight has drained.
+func (r *ForwardRig) Quiet() bool {
+	s := r.Snapshot()
+	done := s.Forwarded + s.Lost()
+	if r.opts.RxOnly {
+		done = s.Received + s.Refused + s.RxDrops
+	}
+	return done >= s.Offered
+}
+
+// WaitQuiet waits up to limit for Quiet, polling every 100 µs, and
+// reports whether the rig became quiet.
+func (r *ForwardRig) WaitQuiet(limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); !r.Quiet(); {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return true
 }
 
 // forward is A's if_input: transmit the batch on B (one mp_ring enqueue
@@ -320,16 +430,21 @@ func freeAll(_ int, pkts []*iflib.Packet) {
 
 // Snapshot returns the counters since the rig started.
 func (r *ForwardRig) Snapshot() ForwardResult {
-	st, _ := r.CtxA.RxQueueStats(0) // queue 0 exists
 	res := ForwardResult{
-		Elapsed: time.Since(r.start),
-		Refused: r.Gen.Refused(), Received: st.IPackets, Forwarded: r.Sink.Frames(),
-		TxErrors: r.txErrs.Load(), RxDrops: st.IQDrops + st.IErrors,
-		MapLoads: st.MapLoads, BAReuses: st.BAReuses,
+		Elapsed: time.Since(r.start), CPU: CPUTime(), RxOnly: r.opts.RxOnly,
+		Refused: r.Gen.Refused(), Forwarded: r.Sink.Frames(), TxErrors: r.txErrs.Load(),
+	}
+	if r.Raw != nil {
+		st := r.Raw.Stats()
+		res.Received, res.RxDrops = st.Received, st.Errors
+	} else {
+		st, _ := r.CtxA.RxQueueStats(0) // queue 0 exists
+		res.Received, res.RxDrops = st.IPackets, st.IQDrops+st.IErrors
+		res.MapLoads, res.BAReuses = st.MapLoads, st.BAReuses
 	}
 	res.Offered = r.Gen.Sent() + res.Refused
-	if r.IOMMU != nil {
-		res.IOMMU = r.IOMMU.Stats()
+	if r.Env.IOMMU != nil {
+		res.IOMMU = r.Env.IOMMU.Stats()
 	}
 	return res
 }
@@ -359,22 +474,42 @@ func (r *ForwardRig) Run(d, interval time.Duration, progress func(ForwardSample)
 	return prev.sub(first)
 }
 
-// Close stops the generator and detaches A, then B. It reports a leak:
-// a map still loaded or a packet not back in its zone.
+// RunPackets measures the window in which n more packets are counted
+// (forwarded, or received for an RX-only rig), polling every
+// millisecond: go test -bench's b.N as a packet count. It gives up after
+// limit and returns what the shorter window counted.
+func (r *ForwardRig) RunPackets(n uint64, limit time.Duration) ForwardResult {
+	first := r.Snapshot()
+	cur := first
+	deadline := time.Now().Add(limit)
+	for cur.Packets()-first.Packets() < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+		cur = r.Snapshot()
+	}
+	return cur.sub(first)
+}
+
+// Close stops the generator and the forwarder and tears the rig down
+// (simnictest.Env.Close): it reports a map still loaded, a packet not
+// back in its zone, a busdma checker report, an IOMMU fault or a
+// goroutine left running.
 func (r *ForwardRig) Close() error {
 	if r.closed {
 		return fmt.Errorf("%w: closed twice", ErrForwardOpts)
 	}
 	r.closed = true
 	r.closing.Store(true)
-	r.Gen.Stop()
-	// A's received packets sit on B's TX ring: stop A's RX first, then
-	// detach B (returning them to A's zone), then A, whose Detach checks
-	// that every one of its packets came home.
-	if err := errors.Join(r.CtxA.Stop(), r.CtxB.Detach(), r.CtxA.Detach()); err != nil {
-		return err
+	close(r.closeCh)
+	var stopErr error
+	if err := r.Gen.Stop(); err != nil && !errors.Is(err, simnic.ErrGenNotStarted) {
+		stopErr = err
 	}
-	return errors.Join(r.drvA.CheckTeardown(), r.drvB.CheckTeardown())
+	if r.CtxA != nil {
+		// A's received packets sit on B's TX ring: stop A's RX first, so
+		// that nothing more crosses while B detaches.
+		stopErr = errors.Join(stopErr, r.CtxA.Stop())
+	}
+	return errors.Join(stopErr, r.Env.Close())
 }
 
 // Forward runs the forwarding measurement: build the rig, warm up, measure

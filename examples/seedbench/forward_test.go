@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -77,7 +76,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // from the rig's start.
 func runCount(t *testing.T, o ForwardOpts, n int) (ForwardResult, *arrivals, *ForwardRig) {
 	t.Helper()
-	o.Checker = busdmatest.NewChecker(t)
+	o.Checker = true
 	o.Count, o.Lossless = uint64(n), true
 	if o.FrameLen == 0 {
 		o.FrameLen = ForwardFrameLen
@@ -152,10 +151,10 @@ func TestForwardIOMMU(t *testing.T) {
 	const n = 4000
 	for _, noReuse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoRxReuse=%v", noReuse), func(t *testing.T) {
-			o := ForwardOpts{IOMMU: true, MapCost: 20, UnmapCost: 20, Config: iflib.Config{NoRxReuse: noReuse}}
+			o := ForwardOpts{IOMMU: true, MapTime: 100 * time.Nanosecond, UnmapTime: 100 * time.Nanosecond, Config: iflib.Config{NoRxReuse: noReuse}}
 			res, _, r := runCount(t, o, n)
-			if f := r.IOMMU.Stats().Faults; f != 0 {
-				t.Fatalf("%d IOMMU faults: %v", f, r.IOMMU.Faults())
+			if f := r.Env.IOMMU.Stats().Faults; f != 0 {
+				t.Fatalf("%d IOMMU faults: %v", f, r.Env.IOMMU.Faults())
 			}
 			if res.Forwarded == 0 {
 				t.Fatal("nothing forwarded")
@@ -178,7 +177,7 @@ func TestForwardIOMMU(t *testing.T) {
 // reaches B.
 func TestForwardRxOnly(t *testing.T) {
 	const n = 2000
-	o := ForwardOpts{RxOnly: true, Count: n, Lossless: true, Checker: busdmatest.NewChecker(t)}
+	o := ForwardOpts{RxOnly: true, Count: n, Lossless: true, Checker: true}
 	r, err := NewForwardRig(o)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +198,7 @@ func TestForwardRxOnly(t *testing.T) {
 func TestForwardProgress(t *testing.T) {
 	var samples []ForwardSample
 	res, err := Forward(ForwardOpts{Duration: 200 * time.Millisecond, Interval: 50 * time.Millisecond, Warmup: 20 * time.Millisecond,
-		Checker: busdmatest.NewChecker(t)}, func(s ForwardSample) { samples = append(samples, s) })
+		Checker: true}, func(s ForwardSample) { samples = append(samples, s) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +224,7 @@ func TestForwardProgress(t *testing.T) {
 func TestForwardBadOpts(t *testing.T) {
 	for _, o := range []ForwardOpts{
 		{FrameLen: 49}, {FrameLen: 9001}, {Flows: -1}, {Flows: 1 << 17},
-		{Duration: -1}, {IOMMU: true, MapCost: -5},
+		{Duration: -1}, {IOMMU: true, MapTime: -5}, {Raw: true, RxOnly: true}, {RawBatch: -1},
 	} {
 		if _, err := NewForwardRig(o); !errors.Is(err, ErrForwardOpts) {
 			t.Errorf("%+v: err %v, want ErrForwardOpts", o, err)
@@ -243,5 +242,61 @@ func TestForwardBadOpts(t *testing.T) {
 	}
 	if err := r.Close(); !errors.Is(err, ErrForwardOpts) {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestForwardRaw: the hand-written baseline over the same rig forwards
+// every frame exactly once and intact.
+func TestForwardRaw(t *testing.T) {
+	const n = 3000
+	res, _, _ := runCount(t, ForwardOpts{Raw: true, RawBatch: 8}, n)
+	if res.Forwarded != n || res.Received != n {
+		t.Fatalf("raw loop: received %d, forwarded %d of %d", res.Received, res.Forwarded, n)
+	}
+}
+
+// TestForwardRunPackets: a window counted in packets holds at least that
+// many, with the CPU time the process spent meanwhile.
+func TestForwardRunPackets(t *testing.T) {
+	for _, o := range []ForwardOpts{{Checker: true}, {Checker: true, Raw: true}, {Checker: true, RxOnly: true}} {
+		r, err := NewForwardRig(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := r.RunPackets(5000, 30*time.Second)
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if res.Packets() < 5000 || res.Mpps() <= 0 {
+			t.Fatalf("%+v: window counted %d packets (%v)", o, res.Packets(), res)
+		}
+		if CPUTimeSupported && res.CPUNsPerPkt() <= 0 {
+			t.Fatalf("%+v: CPU time %v", o, res.CPU)
+		}
+	}
+}
+
+// TestForwardPause: a paused rig offers nothing; resumed, it forwards;
+// paused again, it goes quiet; Close ends a generator waiting at the gate.
+func TestForwardPause(t *testing.T) {
+	r, err := NewForwardRig(ForwardOpts{Checker: true, Paused: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if s := r.Snapshot(); s.Offered != 0 {
+		t.Fatalf("paused rig offered %d frames", s.Offered)
+	}
+	r.Resume()
+	waitUntil(t, "frames forwarded after Resume", func() bool { return r.Snapshot().Forwarded > 1000 })
+	r.Pause()
+	waitUntil(t, "the paused rig to drain", r.Quiet)
+	before := r.Snapshot()
+	time.Sleep(30 * time.Millisecond)
+	if after := r.Snapshot(); after.Offered != before.Offered || after.Forwarded != before.Forwarded {
+		t.Fatalf("paused rig still moving: offered %d → %d, forwarded %d → %d", before.Offered, after.Offered, before.Forwarded, after.Forwarded)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,10 +1,18 @@
 // Package seedbench holds the measurements that reproduce the founding
-// review threads on the simulated NIC; the README's main job
-// (examples/seeds) and the go test benchmarks both run them.
+// FreeBSD review threads on the simulated NIC (examples/simnic): the
+// transmit fan-in of "simple_tx with drbr deferral", and forwarding for
+// D17901 (ifsd_ba reuse), D24094 (queue placement), D53674 (transmit
+// prefetch) and D27755 (batched input). The README's main job
+// (examples/seeds) and the go test benchmarks both run them; docs/seeds.md
+// describes each review and how it is measured here.
+//
+// Every measurement reports the process's CPU time per packet (CPUTime,
+// getrusage) next to its rate, measured over the same window.
 package seedbench
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -13,192 +21,282 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
-// Seed003FrameLen is the frame of seed 003's measurement: a 1342-byte UDP
-// frame, built as a 42-byte header buffer plus a 1300-byte payload buffer.
+// Seed003FrameLen is the frame of the "simple_tx with drbr deferral"
+// measurement: a 1342-byte UDP frame, built as a 42-byte header buffer
+// plus a 1300-byte payload buffer ("separate headers, so as to give encap
+// work to do").
 const (
 	Seed003FrameLen = 1342
 	headerLen       = 42
 )
 
-// Seed003Paper is the seed's Gb/s at 1, 2, 4, 8, 16, 32 and 64 sending
-// threads on one queue (shared/seeds/003).
+// Seed003Paper is FreeBSD's Gb/s in the "simple_tx with drbr deferral"
+// review at 1, 2, 4, 8, 16, 32 and 64 sending threads on one queue (a
+// 96-core AMD Turin with a 400G bnxt NIC, the worst of three runs).
 var Seed003Paper = map[string][]float64{
 	"mpring": {20, 44, 48, 35, 14, 7, 4},
 	"simple": {44, 44, 44, 43, 40, 36, 32},
 	"drbr":   {44, 90, 90, 86, 57, 50, 35},
 }
 
-// Seed003FanIns are the sender counts of the seed's table.
+// Seed003FanIns are the sender counts of that table.
 var Seed003FanIns = []int{1, 2, 4, 8, 16, 32, 64}
 
-// TxModes are the modes of the seed 003 table, in its order.
+// TxModes are the modes of that table, in its order.
 var TxModes = []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR}
+
+// ErrTxOpts is returned for options the transmit rig cannot use.
+var ErrTxOpts = errors.New("seedbench: bad transmit rig options")
+
+// TxOptions configures a TxRig. The zero value works: mp_ring mode,
+// 1342-byte two-buffer frames.
+type TxOptions struct {
+	// Config is iflib's configuration (TxMode, Prefetch, ...).
+	Config iflib.Config
+	// FrameLen is the frame length; default Seed003FrameLen. Frames are a
+	// 42-byte header buffer plus a payload buffer, at most 2048 bytes.
+	FrameLen int
+	// ZonePkts is the senders' packet zone; default 16384 (enough for the
+	// software ring, the descriptor ring and every sender's cache).
+	ZonePkts int
+	// Checker turns on busdma's DMA checker (Close reports its findings).
+	Checker bool
+}
 
 // TxResult is one cell: one mode at one fan-in.
 type TxResult struct {
-	Mode    iflib.TxMode
-	Senders int
-	Elapsed time.Duration
-	Frames  uint64 // frames that reached the wire
-	Drops   uint64 // transmits refused (mpring: full ring)
-	NoPkt   uint64 // times a sender found its zone empty and waited
+	Mode     iflib.TxMode
+	Senders  int
+	FrameLen int
+	Elapsed  time.Duration
+	CPU      time.Duration // process CPU time (user+system) over the window
+	Frames   uint64        // frames that reached the wire
+	Attempts uint64        // Transmit calls
+	Drops    uint64        // Transmit calls refused (ENOBUFS; the packet was freed)
+	NoPkt    uint64        // times a sender found its zone empty and yielded
 }
 
 // PPS is frames per second on the wire.
-func (r TxResult) PPS() float64 { return float64(r.Frames) / r.Elapsed.Seconds() }
+func (r TxResult) PPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Frames) / r.Elapsed.Seconds()
+}
 
-// Gbps is the wire rate in Gb/s of 1342-byte frames.
-func (r TxResult) Gbps() float64 { return r.PPS() * Seed003FrameLen * 8 / 1e9 }
+// Gbps is the wire rate in Gb/s of the rig's frames (without preamble,
+// gap and FCS, as a packet generator counts).
+func (r TxResult) Gbps() float64 { return r.PPS() * float64(r.FrameLen) * 8 / 1e9 }
 
-// TxRig is one simnic on one TX queue with its wire ending in a sink.
+// CPUNsPerPkt is the process's CPU time per frame on the wire, in ns:
+// the senders', iflib's and the simulated device's together.
+func (r TxResult) CPUNsPerPkt() float64 {
+	return float64(r.CPU.Nanoseconds()) / float64(max(r.Frames, 1))
+}
+
+// DropPct is the share of Transmit calls refused, in percent. drbr mode
+// never refuses: a sender that finds the buf_ring full waits instead.
+func (r TxResult) DropPct() float64 {
+	return 100 * float64(r.Drops) / float64(max(r.Attempts, 1))
+}
+
+// TxRig is one simnic on one TX queue with its wire ending in a sink,
+// built on a simnictest.Env whose Close checks every leak.
 type TxRig struct {
+	Env  *simnictest.Env
 	NIC  *simnic.NIC
 	Drv  *simnic.Driver
 	Ctx  *iflib.Context
 	Zone *iflib.Zone
 	Sink *simnic.Sink
+
+	frameLen int
 }
 
-// NewTxRig builds a rig in the given transmit mode. chk may be nil.
-func NewTxRig(mode iflib.TxMode, chk *busdma.Checker, zonePkts int) (*TxRig, error) {
-	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: (zonePkts*iflib.MCLBytes + 24<<20 + 0xfffff) &^ 0xfffff, ContigSize: 1 << 20})
+// NewTxRig builds a rig and starts its context.
+func NewTxRig(o TxOptions) (r *TxRig, err error) {
+	if o.FrameLen == 0 {
+		o.FrameLen = Seed003FrameLen
+	}
+	if o.ZonePkts == 0 {
+		o.ZonePkts = 16384
+	}
+	if o.FrameLen <= headerLen || o.FrameLen-headerLen > iflib.MCLBytes || o.ZonePkts < 64 {
+		return nil, fmt.Errorf("%w: FrameLen %d (want %d..%d), ZonePkts %d (want ≥ 64)",
+			ErrTxOpts, o.FrameLen, headerLen+1, headerLen+iflib.MCLBytes, o.ZonePkts)
+	}
+	env, err := simnictest.Open(simnictest.EnvOptions{
+		Sim:       busdma.SimConfig{Size: (o.ZonePkts*iflib.MCLBytes + 24<<20 + 0xfffff) &^ 0xfffff, ContigSize: 1 << 20},
+		NoChecker: !o.Checker,
+	})
 	if err != nil {
 		return nil, err
 	}
-	nic, err := simnic.New(space, simnic.Config{Checker: chk})
-	if err != nil {
-		return nil, err
+	r = &TxRig{Env: env, Sink: &simnic.Sink{}, frameLen: o.FrameLen}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, env.Close())
+			r = nil
+		}
+	}()
+	if r.NIC, err = env.NewNIC(simnic.Config{}); err != nil {
+		return r, err
 	}
-	r := &TxRig{NIC: nic, Sink: &simnic.Sink{}}
-	nic.SetPeer(r.Sink)
-	r.Drv, err = nic.Attach(iflib.Attachment{Config: iflib.Config{TxMode: mode, RxZoneSize: 1100}})
-	if err != nil {
-		return nil, err
+	r.NIC.SetPeer(r.Sink)
+	cfg := o.Config
+	if cfg.RxZoneSize == 0 {
+		cfg.RxZoneSize = 1100 // nothing is received
+	}
+	if r.Drv, err = env.Attach(r.NIC, iflib.Attachment{Config: cfg}); err != nil {
+		return r, err
 	}
 	r.Ctx = r.Drv.Context()
-	if r.Zone, err = iflib.NewZone(space, "senders", iflib.MCLBytes, zonePkts); err != nil {
-		return nil, err
+	if r.Zone, err = env.NewZone("senders", iflib.MCLBytes, o.ZonePkts); err != nil {
+		return r, err
 	}
 	return r, r.Ctx.Init()
 }
 
-// Close detaches the context and checks the books (no map loaded, every
-// packet back in its zone).
-func (r *TxRig) Close() error { return r.Drv.Teardown(r.Zone) }
+// Close tears the rig down and checks the books (simnictest.Env.Close: no
+// map loaded, every packet back in its zone, no goroutine left).
+func (r *TxRig) Close() error { return r.Env.Close() }
 
-// fillHeader writes an Ethernet/IPv4/UDP header for flow f.
-func fillHeader(b []byte, flow uint32) {
+// fillHeader writes an Ethernet/IPv4/UDP header for flow f of a frame of
+// size bytes.
+func fillHeader(b []byte, size int, flow uint32) {
 	copy(b[0:6], []byte{2, 0, 0, 0, 0, 2})
 	copy(b[6:12], []byte{2, 0, 0, 0, 0, 1})
 	binary.BigEndian.PutUint16(b[12:14], 0x0800)
 	b[14], b[15] = 0x45, 0
-	binary.BigEndian.PutUint16(b[16:18], Seed003FrameLen-14)
+	binary.BigEndian.PutUint16(b[16:18], uint16(size-14))
 	b[22], b[23] = 64, 17
 	binary.BigEndian.PutUint32(b[26:30], 0x0a000001)
 	binary.BigEndian.PutUint32(b[30:34], 0x0a000002+flow)
 	binary.BigEndian.PutUint16(b[34:36], uint16(1024+flow))
 	binary.BigEndian.PutUint16(b[36:38], 9)
-	binary.BigEndian.PutUint16(b[38:40], Seed003FrameLen-34)
+	binary.BigEndian.PutUint16(b[38:40], uint16(size-34))
 }
 
 // RunSenders runs n goroutines sending for d; see run.
-func (r *TxRig) RunSenders(n int, d time.Duration) TxResult { return r.run(n, d, 0) }
+func (r *TxRig) RunSenders(n int, d time.Duration) TxResult { return r.run(n, 0, d, 0) }
 
-// RunCount runs n goroutines that together make total transmit attempts
-// (for go test -bench, where b.N is the packet count).
-func (r *TxRig) RunCount(n, total int) TxResult { return r.run(n, 0, int64(total)) }
+// RunSendersWarm is RunSenders with the senders running for warm before
+// the measuring window of d begins.
+func (r *TxRig) RunSendersWarm(n int, warm, d time.Duration) TxResult { return r.run(n, warm, d, 0) }
 
-// run runs n goroutines sending 1342-byte two-buffer frames through
-// the rig for d, and returns what reached the wire. The payload bytes are
+// RunCount runs n goroutines that together make exactly total Transmit
+// calls (for go test -bench, where b.N is the packet count).
+func (r *TxRig) RunCount(n, total int) TxResult { return r.run(n, 0, 0, int64(total)) }
+
+// senderStats are one sender's counters, each on its own cache line so
+// that senders do not contend; the measuring goroutine reads them.
+type senderStats struct {
+	attempts, drops, nopkt atomic.Uint64
+	_                      [40]byte
+}
+
+func sum(ss []senderStats) (attempts, drops, nopkt uint64) {
+	for i := range ss {
+		attempts += ss[i].attempts.Load()
+		drops += ss[i].drops.Load()
+		nopkt += ss[i].nopkt.Load()
+	}
+	return
+}
+
+// run runs n goroutines sending two-buffer frames through the rig: for
+// warm, then for a measuring window of d (or, with total > 0, until
+// total Transmit calls), and returns what the window put on the wire
+// and the CPU time the process spent meanwhile. The payload bytes are
 // whatever the recycled clusters hold: the measurement is of the
-// framework, not of a memcpy of 1300 bytes per frame.
-func (r *TxRig) run(n int, d time.Duration, total int64) TxResult {
+// framework, not of a memcpy per frame.
+func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 	var stop atomic.Bool
 	var budget atomic.Int64
 	budget.Store(total)
-	var drops, nopkt atomic.Uint64
+	stats := make([]senderStats, n)
 	var wg sync.WaitGroup
-	start0 := r.Sink.Frames()
-	t0 := time.Now()
+	size := r.frameLen
+	var a0, d0, n0, start0 uint64
+	var t0 time.Time
+	var cpu0 time.Duration
+	mark := func() {
+		a0, d0, n0 = sum(stats)
+		start0 = r.Sink.Frames()
+		t0, cpu0 = time.Now(), CPUTime()
+	}
+	if warm <= 0 {
+		mark()
+	}
 	for s := 0; s < n; s++ {
 		wg.Add(1)
-		go func(flow uint32) {
+		go func(st *senderStats, flow uint32) {
 			defer wg.Done()
 			cache := r.Zone.NewCache()
 			defer cache.Flush()
 			for !stop.Load() {
-				if total > 0 && budget.Add(-1) < 0 {
-					return
-				}
 				h, err := cache.Get()
 				if err != nil {
-					nopkt.Add(1)
+					st.nopkt.Add(1)
 					runtime.Gosched()
 					continue
 				}
 				p, err := cache.Get()
 				if err != nil {
 					cache.Put(h)
-					nopkt.Add(1)
+					st.nopkt.Add(1)
 					runtime.Gosched()
 					continue
 				}
+				if total > 0 && budget.Add(-1) < 0 {
+					cache.Put(p)
+					cache.Put(h)
+					return
+				}
 				h.SetLen(headerLen)
-				fillHeader(h.Bytes(), flow)
-				p.SetLen(Seed003FrameLen - headerLen)
+				fillHeader(h.Bytes(), size, flow)
+				p.SetLen(size - headerLen)
 				h.Next = p
-				h.Hdr.Len = Seed003FrameLen
+				h.Hdr.Len = size
+				st.attempts.Add(1)
 				if err := r.Ctx.Transmit(h); err != nil {
 					// ENOBUFS: a sender that gets an error yields, as a
 					// socket writer would; spinning would starve the
 					// device model, which shares these cores.
-					drops.Add(1)
+					st.drops.Add(1)
 					runtime.Gosched()
 				}
 			}
-		}(uint32(s))
+		}(&stats[s], uint32(s))
+	}
+	if warm > 0 {
+		time.Sleep(warm)
+		mark()
 	}
 	var end uint64
-	var el time.Duration
+	var el, cpu time.Duration
 	if total > 0 {
 		wg.Wait()
-		// Count what the wire carried once the queue has drained.
-		want := r.Ctx.Counter(iflib.IfCounterOPackets)
-		for r.Sink.Frames() < want {
-			runtime.Gosched()
+		// Count what the wire carried once every accepted packet is
+		// there (drbr may still hold some in its buf_ring), or after a
+		// generous limit.
+		a, dr, _ := sum(stats)
+		want := start0 + a - dr
+		for limit := time.Now().Add(10 * time.Second); r.Sink.Frames() < want && time.Now().Before(limit); {
+			time.Sleep(20 * time.Microsecond)
 		}
-		end, el = r.Sink.Frames(), time.Since(t0)
+		end, el, cpu = r.Sink.Frames(), time.Since(t0), CPUTime()-cpu0
 	} else {
 		time.Sleep(d)
-		end, el = r.Sink.Frames(), time.Since(t0)
-		stop.Store(true)
-		wg.Wait()
+		end, el, cpu = r.Sink.Frames(), time.Since(t0), CPUTime()-cpu0
 	}
-	return TxResult{Mode: r.Ctx.Config().TxMode, Senders: n, Elapsed: el,
-		Frames: end - start0, Drops: drops.Load(), NoPkt: nopkt.Load()}
-}
-
-// Seed003 measures every mode at every fan-in, d per cell.
-func Seed003(d time.Duration, fanIns []int, progress func(TxResult)) ([]TxResult, error) {
-	var out []TxResult
-	for _, mode := range TxModes {
-		r, err := NewTxRig(mode, nil, 16384)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range fanIns {
-			res := r.RunSenders(n, d)
-			out = append(out, res)
-			if progress != nil {
-				progress(res)
-			}
-		}
-		if err := r.Close(); err != nil {
-			return nil, fmt.Errorf("seed003 %s: %w", mode, err)
-		}
-	}
-	return out, nil
+	a1, d1, n1 := sum(stats)
+	stop.Store(true)
+	wg.Wait()
+	return TxResult{Mode: r.Ctx.Config().TxMode, Senders: n, FrameLen: size, Elapsed: el, CPU: cpu,
+		Frames: end - start0, Attempts: a1 - a0, Drops: d1 - d0, NoPkt: n1 - n0}
 }

@@ -1,58 +1,95 @@
 package seedbench
 
 import (
+	"errors"
+	"strconv"
 	"testing"
 	"time"
 
-	"github.com/goiflib/goiflib/busdma/busdmatest"
+	"github.com/goiflib/goiflib/iflib"
 )
 
 // TestSeed003Smoke runs every mode briefly with the busdma checker on:
-// frames reach the wire, and detach leaves nothing loaded.
+// frames reach the wire, the counters add up, drbr refuses nothing, and
+// the teardown finds nothing left behind.
 func TestSeed003Smoke(t *testing.T) {
 	for _, mode := range TxModes {
-		chk := busdmatest.NewChecker(t)
-		r, err := NewTxRig(mode, chk, 8192)
+		r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: mode}, ZonePkts: 8192, Checker: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res := r.RunSenders(4, 150*time.Millisecond)
+		if err := r.Close(); err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
 		if res.Frames == 0 {
 			t.Errorf("%s: no frames on the wire", mode)
 		}
-		if err := r.Close(); err != nil {
-			t.Fatalf("%s: %v", mode, err)
+		if res.Drops > res.Attempts || res.Frames > res.Attempts {
+			t.Errorf("%s: %d frames and %d drops of %d attempts", mode, res.Frames, res.Drops, res.Attempts)
+		}
+		if mode == iflib.TxModeDRBR && res.Drops != 0 {
+			t.Errorf("drbr refused %d transmits; it should block instead", res.Drops)
+		}
+		if CPUTimeSupported && (res.CPU <= 0 || res.CPUNsPerPkt() <= 0) {
+			t.Errorf("%s: CPU time %v over the window", mode, res.CPU)
+		}
+		if res.FrameLen != Seed003FrameLen || res.Gbps() <= 0 {
+			t.Errorf("%s: frame length %d, %.2f Gb/s", mode, res.FrameLen, res.Gbps())
 		}
 	}
 }
 
-// BenchmarkSeed003 is the seed 003 table as a benchmark: one TX queue,
-// 1342-byte two-buffer frames; b.N transmit attempts shared by the
-// senders, so ns/op and allocs/op are per packet.
+// TestTxRigCount: RunCount makes exactly the transmit attempts asked for,
+// and every accepted one reaches the wire.
+func TestTxRigCount(t *testing.T) {
+	r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: iflib.TxModeDRBR}, FrameLen: 1514, ZonePkts: 4096, Checker: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.RunCount(3, 5000)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 5000 || res.Frames != res.Attempts-res.Drops {
+		t.Fatalf("attempts %d, frames %d, drops %d; want 5000 attempts, every accepted frame on the wire", res.Attempts, res.Frames, res.Drops)
+	}
+}
+
+func TestTxRigBadOptions(t *testing.T) {
+	for _, o := range []TxOptions{{FrameLen: 42}, {FrameLen: 42 + iflib.MCLBytes + 1}, {ZonePkts: 10}} {
+		if _, err := NewTxRig(o); !errors.Is(err, ErrTxOpts) {
+			t.Errorf("%+v: err %v, want ErrTxOpts", o, err)
+		}
+	}
+}
+
+// BenchmarkSeed003 is the fan-in table of "simple_tx with drbr deferral"
+// as a benchmark: one TX queue, 1342-byte two-buffer frames; b.N transmit
+// attempts shared by the senders, so ns/op and allocs/op are per packet.
+// cpu-ns/pkt is the process's CPU time (getrusage) per frame on the wire.
+//
+//	go test -run '^$' -bench '^BenchmarkSeed003$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
 func BenchmarkSeed003(b *testing.B) {
 	for _, mode := range TxModes {
 		for _, n := range Seed003FanIns {
-			b.Run(mode.String()+"/senders="+itoa(n), func(b *testing.B) {
-				r, err := NewTxRig(mode, nil, 16384)
+			b.Run(mode.String()+"/senders="+strconv.Itoa(n), func(b *testing.B) {
+				r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: mode}})
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer r.Close()
 				b.ReportAllocs()
 				b.ResetTimer()
 				res := r.RunCount(n, b.N)
 				b.StopTimer()
+				if err := r.Close(); err != nil {
+					b.Fatal(err)
+				}
 				b.ReportMetric(res.Gbps(), "Gb/s")
 				b.ReportMetric(res.PPS()/1e6, "Mpps")
-				b.ReportMetric(float64(res.Drops)/float64(max(res.Frames, 1)), "drops/frame")
+				b.ReportMetric(res.CPUNsPerPkt(), "cpu-ns/pkt")
+				b.ReportMetric(res.DropPct(), "drop%")
 			})
 		}
 	}
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }

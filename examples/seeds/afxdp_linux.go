@@ -1,0 +1,50 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/goiflib/goiflib/examples/afxdp"
+)
+
+// xdpAvailable says why the AF_XDP section cannot run, or nil.
+func xdpAvailable() error { return afxdp.Available() }
+
+// afxdpSection forwards over a veth pair with AF_XDP through iflib and
+// through the hand-written loop, Rounds times (afxdp.RunForward
+// alternates the two forwarders in each XDP mode).
+func (r *runner) afxdpSection() *AFXDP {
+	sec := &AFXDP{Setup: fmt.Sprintf("in a private network namespace, a generator sends 64-byte frames into veth pair 0; the forwarder receives them with AF_XDP "+
+		"and transmits them on veth pair 1, whose peer counts them; iflib (two drivers on one UMEM) and the hand-written loop over the same rings, "+
+		"native and generic XDP, %v each, GOMAXPROCS=%d", r.o.XDPDur, r.full)}
+	if err := afxdp.Available(); err != nil {
+		sec.Skipped = err.Error()
+		return sec
+	}
+	var a acc
+	for round := range r.o.Rounds {
+		res, err := afxdp.RunForward(context.Background(), afxdp.ForwardOptions{Duration: r.o.XDPDur, Interval: r.o.XDPDur})
+		if err != nil {
+			if errors.Is(err, afxdp.ErrUnavailable) {
+				sec.Skipped = err.Error()
+			} else {
+				sec.Skipped = "failed: " + err.Error()
+			}
+			sec.Points = nil
+			return sec
+		}
+		var line []string
+		for _, x := range res {
+			k := pkey{variant: x.Mode.String() + "/" + x.Forwarder, proc: r.full}
+			a.add(k, MMpps, x.Mpps)
+			a.add(k, MCPU, x.CPUNsPerPkt)
+			line = append(line, fmt.Sprintf("%s/%s %.3f Mpps %.0f cpu-ns/pkt", x.Mode, x.Forwarder, x.Mpps, x.CPUNsPerPkt))
+		}
+		r.prog.step("%s round %d/%d %v", SecAFXDP, round+1, r.o.Rounds, line)
+	}
+	sec.Points = a.points()
+	return sec
+}
