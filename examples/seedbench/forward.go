@@ -247,7 +247,7 @@ func (r ForwardResult) sub(o ForwardResult) ForwardResult {
 type ForwardRig struct {
 	Env        *simnictest.Env
 	NICA, NICB *simnic.NIC
-	CtxA, CtxB *iflib.Context        // nil with Raw
+	CtxA, CtxB *iflib.Context       // nil with Raw
 	Raw        *simnic.RawForwarder // nil without Raw
 	Sink       *simnic.Sink
 	Gen        *simnic.Generator

@@ -64,7 +64,9 @@ func renderCharts(dir string, rep *Report, ext string) ([]string, error) {
 				return categoryChart(p, rev, "D17901: ifsd_ba reuse on and off, 64-byte forwarding, GOMAXPROCS=1", MCPU,
 					[]string{"plain simulated space", "strict IOMMU (700 ns per unmap)"},
 					[]string{"reuse=on", "reuse=off"},
-					func(cat, ser string) string { return map[string]string{"plain simulated space": "plain/", "strict IOMMU (700 ns per unmap)": "iommu/"}[cat] + ser },
+					func(cat, ser string) string {
+						return map[string]string{"plain simulated space": "plain/", "strict IOMMU (700 ns per unmap)": "iommu/"}[cat] + ser
+					},
 					func(string) int { return 0 })
 			})
 		case SecD24094:
