@@ -120,8 +120,9 @@ func sizeOK(median float64, freebsd []float64) bool {
 	for _, f := range freebsd {
 		lo, hi = min(lo, f-1), max(hi, f-1)
 	}
+	const eps = 1e-9 // the limits themselves are inside
 	e := median - 1
-	return e >= lo/2 && e <= 2*hi
+	return e >= lo/2-eps && e <= 2*hi+eps
 }
 
 // decide applies the rule to a review's deciding comparisons. cpuWhy says
