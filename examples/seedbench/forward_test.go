@@ -128,6 +128,9 @@ func TestForwardExactlyOnce(t *testing.T) {
 			if tc.o.FrameLen > 1500 {
 				n = 500
 			}
+			if raceEnabled {
+				n /= 3
+			}
 			tc.o.Config.TxMode = iflib.TxModeDRBR
 			res, _, r := runCount(t, tc.o, n)
 			if res.Forwarded != uint64(n) {
@@ -148,7 +151,10 @@ func TestForwardExactlyOnce(t *testing.T) {
 // mapping per ring slot however many packets pass, and without it at least
 // one per packet.
 func TestForwardIOMMU(t *testing.T) {
-	const n = 4000
+	n := 4000
+	if raceEnabled {
+		n = 1500
+	}
 	for _, noReuse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoRxReuse=%v", noReuse), func(t *testing.T) {
 			o := ForwardOpts{IOMMU: true, MapTime: 100 * time.Nanosecond, UnmapTime: 100 * time.Nanosecond, Config: iflib.Config{NoRxReuse: noReuse}}
@@ -258,16 +264,20 @@ func TestForwardRaw(t *testing.T) {
 // TestForwardRunPackets: a window counted in packets holds at least that
 // many, with the CPU time the process spent meanwhile.
 func TestForwardRunPackets(t *testing.T) {
+	n := uint64(5000)
+	if raceEnabled {
+		n = 1000
+	}
 	for _, o := range []ForwardOpts{{Checker: true}, {Checker: true, Raw: true}, {Checker: true, RxOnly: true}} {
 		r, err := NewForwardRig(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := r.RunPackets(5000, 30*time.Second)
+		res := r.RunPackets(n, 30*time.Second)
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if res.Packets() < 5000 || res.Mpps() <= 0 {
+		if res.Packets() < n || res.Mpps() <= 0 {
 			t.Fatalf("%+v: window counted %d packets (%v)", o, res.Packets(), res)
 		}
 		if CPUTimeSupported && res.CPUNsPerPkt() <= 0 {

@@ -140,6 +140,9 @@ func build[T any](f func() (T, error)) (T, error) {
 	return res.v, res.err
 }
 
+// quickZone is the packet zone of -quick's rigs.
+const quickZone = 4096
+
 // fwdVariant is one forwarding configuration of a section.
 type fwdVariant struct {
 	key  pkey
@@ -151,7 +154,8 @@ type fwdVariant struct {
 // rig, lets it settle, measures one window, pauses it and waits for it to
 // drain before the next rig runs. Interleaving this finely puts the
 // variants a comparison pairs within about a second of each other.
-func (r *runner) forwardRounds(procs int, vs []fwdVariant, record func(v fwdVariant, round int, res seedbench.ForwardResult)) error {
+func (r *runner) forwardRounds(procs int, vs []fwdVariant, built func(v fwdVariant, rig *seedbench.ForwardRig),
+	record func(v fwdVariant, round int, res seedbench.ForwardResult)) error {
 	return withProcs(procs, func() (err error) {
 		rigs := make([]*seedbench.ForwardRig, 0, len(vs))
 		defer func() {
@@ -164,11 +168,17 @@ func (r *runner) forwardRounds(procs int, vs []fwdVariant, record func(v fwdVari
 		for _, v := range vs {
 			o := v.opts
 			o.Paused, o.Duration, o.Interval = true, r.o.Window, time.Hour
+			if r.o.Quick && o.Config.RxZoneSize == 0 {
+				o.Config.RxZoneSize = quickZone
+			}
 			rig, err := build(func() (*seedbench.ForwardRig, error) { return seedbench.NewForwardRig(o) })
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.key.variant, err)
 			}
 			rigs = append(rigs, rig)
+			if built != nil {
+				built(v, rig)
+			}
 			rig.Resume()
 			time.Sleep(r.o.Warmup)
 			rig.Pause()
@@ -194,9 +204,9 @@ func (r *runner) forwardRounds(procs int, vs []fwdVariant, record func(v fwdVari
 }
 
 // txRigs builds one transmit rig per configuration, each on its own
-// goroutine, warms each up with two senders for warm, and returns them
-// with a function that closes them all.
-func txRigs(opts []seedbench.TxOptions, warm time.Duration) ([]*seedbench.TxRig, func() error, error) {
+// goroutine, warms each up with two senders, and returns them with a
+// function that closes them all.
+func (r *runner) txRigs(opts []seedbench.TxOptions) ([]*seedbench.TxRig, func() error, error) {
 	var rigs []*seedbench.TxRig
 	closeAll := func() error {
 		var errs []error
@@ -208,12 +218,15 @@ func txRigs(opts []seedbench.TxOptions, warm time.Duration) ([]*seedbench.TxRig,
 		return errors.Join(errs...)
 	}
 	for _, o := range opts {
+		if r.o.Quick && o.ZonePkts == 0 {
+			o.ZonePkts = quickZone // smaller rigs build faster; -quick measures nothing
+		}
 		rig, err := build(func() (*seedbench.TxRig, error) { return seedbench.NewTxRig(o) })
 		if err != nil {
 			return nil, nil, errors.Join(err, closeAll())
 		}
 		rigs = append(rigs, rig)
-		rig.RunSenders(2, warm)
+		rig.RunSenders(2, r.o.Warmup)
 	}
 	return rigs, closeAll, nil
 }
@@ -252,7 +265,7 @@ func (r *runner) drbr() (Review, error) {
 			for _, mode := range seedbench.TxModes {
 				opts = append(opts, seedbench.TxOptions{Config: iflib.Config{TxMode: mode}})
 			}
-			rigs, closeAll, err := txRigs(opts, r.o.Warmup)
+			rigs, closeAll, err := r.txRigs(opts)
 			if err != nil {
 				return err
 			}
@@ -364,7 +377,7 @@ func (r *runner) d17901() (Review, error) {
 		vs = append(vs, fwdVariant{key: pkey{variant: v.name, proc: 1}, opts: o})
 	}
 	var a acc
-	err := r.forwardRounds(1, vs, func(v fwdVariant, round int, res seedbench.ForwardResult) {
+	err := r.forwardRounds(1, vs, nil, func(v fwdVariant, round int, res seedbench.ForwardResult) {
 		a.add(v.key, MMpps, res.Mpps())
 		a.add(v.key, MCPU, res.CPUNsPerPkt())
 		a.add(v.key, MLost, res.LostMpps())
@@ -436,7 +449,6 @@ func (r *runner) d24094() (Review, error) {
 		return rev, nil
 	}
 	c0, c1 := cpus[0], cpus[1]
-	rev.Placement.Pinned = fmt.Sprintf("A's RX task on CPU %d; B's TX task on CPU %d (tx-on-rx-cpu) or CPU %d (tx-on-other-cpu)", c0, c0, c1)
 	var vs []fwdVariant
 	for _, v := range []struct {
 		name string
@@ -448,7 +460,13 @@ func (r *runner) d24094() (Review, error) {
 		vs = append(vs, fwdVariant{key: pkey{variant: v.name, proc: r.full}, opts: seedbench.ForwardOpts{Config: cfgA, ConfigB: &cfgB}})
 	}
 	var a acc
-	err = r.forwardRounds(r.full, vs, func(v fwdVariant, round int, res seedbench.ForwardResult) {
+	var placed []string
+	err = r.forwardRounds(r.full, vs, func(v fwdVariant, rig *seedbench.ForwardRig) {
+		if v.opts.Config.PinTasks {
+			placed = append(placed, fmt.Sprintf("%s: A's rxq0 on CPU %s, B's txq0 on CPU %s", v.key.variant,
+				queueCPU(rig.CtxA.Placement(), "rxq0"), queueCPU(rig.CtxB.Placement(), "txq0")))
+		}
+	}, func(v fwdVariant, round int, res seedbench.ForwardResult) {
 		a.add(v.key, MMpps, res.Mpps())
 		a.add(v.key, MCPU, res.CPUNsPerPkt())
 		a.add(v.key, MLost, res.LostMpps())
@@ -458,6 +476,7 @@ func (r *runner) d24094() (Review, error) {
 	if err != nil {
 		return rev, err
 	}
+	rev.Placement.Pinned = "iflib placed the pinned tasks so (Context.Placement): " + strings.Join(placed, "; ")
 	rev.Points = a.points()
 	get := func(v, m string) Stat { p, _ := rev.find(v, 0, 0, r.full); return p.Metrics[m] }
 	rev.Comparisons = []Comparison{
@@ -478,6 +497,19 @@ func (r *runner) d24094() (Review, error) {
 			"the change itself moves nothing here. The pinned variants place B's TX task by hand to measure the effect the change has elsewhere.")
 	}
 	return rev, nil
+}
+
+// queueCPU finds the CPU of a queue ("rxq0") in a placement map
+// (cpumap.Placement.Map: one line per CPU, the CPU number first and the
+// queues placed on it last).
+func queueCPU(placement, queue string) string {
+	for _, l := range strings.Split(placement, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 1 && slices.Contains(f[1:], queue) {
+			return f[0]
+		}
+	}
+	return "?"
 }
 
 // coreOffset is Config.CoreOffset for CPU c: 0 is "automatic" there, so
@@ -578,7 +610,7 @@ func (r *runner) d53674() (Review, error) {
 		for _, on := range ons {
 			opts = append(opts, seedbench.TxOptions{Config: iflib.Config{TxMode: iflib.TxModeMPRing, Prefetch: on}, FrameLen: 1514})
 		}
-		rigs, closeAll, err := txRigs(opts, r.o.Warmup)
+		rigs, closeAll, err := r.txRigs(opts)
 		if err != nil {
 			return err
 		}
@@ -659,7 +691,7 @@ func (r *runner) d27755() (Review, error) {
 		}
 	}
 	var a acc
-	err := r.forwardRounds(1, vs, func(v fwdVariant, round int, res seedbench.ForwardResult) {
+	err := r.forwardRounds(1, vs, nil, func(v fwdVariant, round int, res seedbench.ForwardResult) {
 		a.add(v.key, MMpps, res.Mpps())
 		a.add(v.key, MCPU, res.CPUNsPerPkt())
 		a.add(v.key, MLost, res.LostMpps())

@@ -1,0 +1,5 @@
+//go:build !race
+
+package seedbench
+
+const raceEnabled = false
