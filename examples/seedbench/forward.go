@@ -227,6 +227,21 @@ func (r ForwardResult) String() string {
 		r.TxErrors, r.RxDrops, r.LostMpps(), r.MapLoadsPerPacket(), r.CPUNsPerPkt())
 }
 
+// Plus adds two windows' counts: a measurement made of several slices.
+func (r ForwardResult) Plus(o ForwardResult) ForwardResult {
+	return ForwardResult{
+		Elapsed: r.Elapsed + o.Elapsed, CPU: r.CPU + o.CPU, RxOnly: r.RxOnly || o.RxOnly,
+		Offered: r.Offered + o.Offered, Refused: r.Refused + o.Refused,
+		Received: r.Received + o.Received, Forwarded: r.Forwarded + o.Forwarded, TxErrors: r.TxErrors + o.TxErrors,
+		RxDrops: r.RxDrops + o.RxDrops, MapLoads: r.MapLoads + o.MapLoads, BAReuses: r.BAReuses + o.BAReuses,
+		IOMMU: busdma.IOMMUStats{
+			Maps: r.IOMMU.Maps + o.IOMMU.Maps, Unmaps: r.IOMMU.Unmaps + o.IOMMU.Unmaps,
+			PagesMapped: r.IOMMU.PagesMapped + o.IOMMU.PagesMapped, PagesUnmapped: r.IOMMU.PagesUnmapped + o.IOMMU.PagesUnmapped,
+			Faults: r.IOMMU.Faults + o.IOMMU.Faults,
+		},
+	}
+}
+
 func (r ForwardResult) sub(o ForwardResult) ForwardResult {
 	return ForwardResult{
 		Elapsed: r.Elapsed - o.Elapsed, CPU: r.CPU - o.CPU, RxOnly: r.RxOnly,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -308,5 +309,17 @@ func TestForwardPause(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestForwardResultPlus(t *testing.T) {
+	a := ForwardResult{Elapsed: time.Second, CPU: time.Second / 2, Offered: 5, Refused: 1, Received: 4, Forwarded: 3, TxErrors: 1,
+		RxDrops: 1, MapLoads: 2, BAReuses: 2, IOMMU: busdma.IOMMUStats{Maps: 1, Unmaps: 1, PagesMapped: 1, PagesUnmapped: 1, Faults: 1}}
+	s := a.Plus(a)
+	if s.sub(a) != a {
+		t.Fatalf("(a+a)-a = %+v, want %+v", s.sub(a), a)
+	}
+	if s.Mpps() != a.Mpps() || s.CPUNsPerPkt() != a.CPUNsPerPkt() || s.Lost() != 2*a.Lost() {
+		t.Fatalf("rates of the sum differ")
 	}
 }

@@ -104,6 +104,21 @@ func (r TxResult) DropPct() float64 {
 	return 100 * float64(r.Drops) / float64(max(r.Attempts, 1))
 }
 
+// Plus adds two windows of the same mode and fan-in: a measurement made
+// of several slices.
+func (r TxResult) Plus(o TxResult) TxResult {
+	r.Elapsed += o.Elapsed
+	r.CPU += o.CPU
+	r.Frames += o.Frames
+	r.Attempts += o.Attempts
+	r.Drops += o.Drops
+	r.NoPkt += o.NoPkt
+	if r.FrameLen == 0 {
+		r.Mode, r.Senders, r.FrameLen = o.Mode, o.Senders, o.FrameLen
+	}
+	return r
+}
+
 // TxRig is one simnic on one TX queue with its wire ending in a sink,
 // built on a simnictest.Env whose Close checks every leak.
 type TxRig struct {

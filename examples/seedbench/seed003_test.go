@@ -93,3 +93,15 @@ func BenchmarkSeed003(b *testing.B) {
 		}
 	}
 }
+
+func TestTxResultPlus(t *testing.T) {
+	a := TxResult{Mode: iflib.TxModeDRBR, Senders: 2, FrameLen: 100, Elapsed: time.Second, CPU: time.Second, Frames: 10, Attempts: 12, Drops: 2, NoPkt: 1}
+	s := TxResult{}.Plus(a).Plus(a)
+	if s.Mode != a.Mode || s.Senders != 2 || s.FrameLen != 100 || s.Elapsed != 2*time.Second || s.CPU != 2*time.Second ||
+		s.Frames != 20 || s.Attempts != 24 || s.Drops != 4 || s.NoPkt != 2 {
+		t.Fatalf("%+v", s)
+	}
+	if s.PPS() != a.PPS() || s.CPUNsPerPkt() != a.CPUNsPerPkt() || s.DropPct() != a.DropPct() {
+		t.Fatalf("rates of the sum differ: %v %v %v", s.PPS(), s.CPUNsPerPkt(), s.DropPct())
+	}
+}

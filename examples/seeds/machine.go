@@ -22,12 +22,22 @@ func thisMachine() Machine {
 		}
 		_ = f.Close()
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		for _, f := range strings.Fields(string(b))[:min(3, len(strings.Fields(string(b))))] {
-			if v, err := strconv.ParseFloat(f, 64); err == nil {
-				m.LoadAvg = append(m.LoadAvg, v)
-			}
+	m.LoadAvg = loadAvg()
+	return m
+}
+
+// loadAvg is the 1, 5 and 15 minute load average (Linux), or nil.
+func loadAvg() []float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return nil
+	}
+	var out []float64
+	f := strings.Fields(string(b))
+	for _, x := range f[:min(3, len(f))] {
+		if v, err := strconv.ParseFloat(x, 64); err == nil {
+			out = append(out, v)
 		}
 	}
-	return m
+	return out
 }

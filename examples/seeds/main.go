@@ -62,7 +62,7 @@ func run(o Options, stdout, stderr io.Writer) (*Report, error) {
 		Command: strings.TrimSpace("go run ./examples/seeds " + strings.Join(o.Args, " ")),
 		Started: start.UTC().Round(time.Second),
 		Machine: thisMachine(),
-		Settings: Settings{Quick: o.Quick, Rounds: o.Rounds, WindowMs: ms(o.Window), WarmupMs: ms(o.Warmup), SettleMs: ms(o.Settle),
+		Settings: Settings{Quick: o.Quick, Rounds: o.Rounds, WindowMs: ms(o.Window), WarmupMs: ms(o.Warmup), SettleMs: ms(o.Settle), Slices: o.Slices,
 			Senders: o.Senders, Procs: o.Procs},
 	}
 	r := &runner{o: o, full: runtime.GOMAXPROCS(0)}
@@ -93,6 +93,7 @@ func run(o Options, stdout, stderr io.Writer) (*Report, error) {
 		printAFXDP(stdout, rep.AFXDP)
 	}
 	rep.Seconds = time.Since(start).Seconds()
+	rep.Machine.LoadAvgEnd = loadAvg()
 
 	var files []string
 	if o.JSON != "" {

@@ -33,7 +33,8 @@ type Options struct {
 	Rounds  int
 	Window  time.Duration // measuring window of one cell
 	Warmup  time.Duration // warm-up of each rig once built
-	Settle  time.Duration // run before each window, not measured
+	Settle  time.Duration // run before each slice, not measured
+	Slices  int           // a cell's window is measured in this many slices, alternating with the other variants
 	XDPDur  time.Duration // AF_XDP window per forwarder and mode
 	Senders []int
 	Procs   []int    // GOMAXPROCS values of the fan-in section
@@ -105,7 +106,11 @@ flags:
 		return o, fmt.Errorf("%w: -window %v: want 1ms..1m", ErrUsage, o.Window)
 	}
 	o.Warmup = min(max(o.Window*2/5, 10*time.Millisecond), 100*time.Millisecond)
-	o.Settle = min(max(o.Window/20, 2*time.Millisecond), 20*time.Millisecond)
+	o.Slices = 4
+	if o.Window < 40*time.Millisecond {
+		o.Slices = 1
+	}
+	o.Settle = min(max(o.Window/time.Duration(o.Slices)/10, 2*time.Millisecond), 20*time.Millisecond)
 	o.XDPDur = min(max(o.Window*4, 100*time.Millisecond), 10*time.Second)
 	var err error
 	if o.Senders, err = parseInts("senders", *senders, 1, 1024); err != nil {

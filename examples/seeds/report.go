@@ -37,8 +37,9 @@ type Machine struct {
 	Go         string    `json:"go"`         // runtime.Version
 	OS         string    `json:"os"`
 	Arch       string    `json:"arch"`
-	CPUModel   string    `json:"cpu_model,omitempty"` // from /proc/cpuinfo where there is one
-	LoadAvg    []float64 `json:"load_avg,omitempty"`  // 1, 5 and 15 minute load average at start (Linux)
+	CPUModel   string    `json:"cpu_model,omitempty"`    // from /proc/cpuinfo where there is one
+	LoadAvg    []float64 `json:"load_avg,omitempty"`     // 1, 5 and 15 minute load average at start (Linux)
+	LoadAvgEnd []float64 `json:"load_avg_end,omitempty"` // the same at the end
 }
 
 // Settings are the options the run used.
@@ -47,7 +48,8 @@ type Settings struct {
 	Rounds   int     `json:"rounds"`
 	WindowMs float64 `json:"window_ms"` // measuring window of one cell
 	WarmupMs float64 `json:"warmup_ms"` // warm-up of each rig once built
-	SettleMs float64 `json:"settle_ms"` // run, unmeasured, before each window
+	Slices   int     `json:"slices"`    // slices of each window, taken in turn with the other variants
+	SettleMs float64 `json:"settle_ms"` // run, unmeasured, before each slice
 	Senders  []int   `json:"senders"`
 	Procs    []int   `json:"procs"` // GOMAXPROCS values of the fan-in section
 }

@@ -150,10 +150,12 @@ type fwdVariant struct {
 }
 
 // forwardRounds builds one forwarding rig per variant (paused), warms each
-// up, then measures them in turn, round after round: each round resumes a
-// rig, lets it settle, measures one window, pauses it and waits for it to
-// drain before the next rig runs. Interleaving this finely puts the
-// variants a comparison pairs within about a second of each other.
+// up, then measures them round after round. A round measures each variant
+// for one window, cut into Slices slices taken in turn (A B C A B C ...):
+// each slice resumes a rig, lets it settle, measures, pauses it and waits
+// for it to drain before the next rig runs. Interleaving this finely puts
+// the variants a comparison pairs within a fraction of a second of each
+// other, so that what other processes do to the CPUs hits both alike.
 func (r *runner) forwardRounds(procs int, vs []fwdVariant, built func(v fwdVariant, rig *seedbench.ForwardRig),
 	record func(v fwdVariant, round int, res seedbench.ForwardResult)) error {
 	return withProcs(procs, func() (err error) {
@@ -189,14 +191,20 @@ func (r *runner) forwardRounds(procs int, vs []fwdVariant, built func(v fwdVaria
 			order[i] = i
 		}
 		for round := range r.o.Rounds {
-			for _, i := range rotate(order, round) {
-				rig := rigs[i]
-				rig.Resume()
-				time.Sleep(r.o.Settle)
-				res := rig.Run(r.o.Window, time.Hour, nil)
-				rig.Pause()
-				rig.WaitQuiet(time.Second)
-				record(vs[i], round, res)
+			sums := make([]seedbench.ForwardResult, len(vs))
+			for sl := range r.o.Slices {
+				for _, i := range rotate(order, round+sl) {
+					rig := rigs[i]
+					rig.Resume()
+					time.Sleep(r.o.Settle)
+					res := rig.Run(r.o.Window/time.Duration(r.o.Slices), time.Hour, nil)
+					rig.Pause()
+					rig.WaitQuiet(time.Second)
+					sums[i] = sums[i].Plus(res)
+				}
+			}
+			for i, v := range vs {
+				record(v, round, sums[i])
 			}
 		}
 		return nil
@@ -229,6 +237,23 @@ func (r *runner) txRigs(opts []seedbench.TxOptions) ([]*seedbench.TxRig, func() 
 		rig.RunSenders(2, r.o.Warmup)
 	}
 	return rigs, closeAll, nil
+}
+
+// txRound measures one round of n senders on each transmit rig: a window
+// per rig, cut into Slices slices taken in turn, each after an unmeasured
+// settle; it returns each rig's sum.
+func (r *runner) txRound(rigs []*seedbench.TxRig, n, round int) []seedbench.TxResult {
+	order := make([]int, len(rigs))
+	for i := range order {
+		order[i] = i
+	}
+	sums := make([]seedbench.TxResult, len(rigs))
+	for sl := range r.o.Slices {
+		for _, i := range rotate(order, round+sl) {
+			sums[i] = sums[i].Plus(rigs[i].RunSendersWarm(n, r.o.Settle, r.o.Window/time.Duration(r.o.Slices)))
+		}
+	}
+	return sums
 }
 
 // modeName is the name the reviews use for a transmit mode.
@@ -269,12 +294,11 @@ func (r *runner) drbr() (Review, error) {
 			if err != nil {
 				return err
 			}
-			order := []int{0, 1, 2}
 			for _, n := range r.o.Senders {
 				for round := range r.o.Rounds {
-					for _, i := range rotate(order, round) {
-						mode := seedbench.TxModes[i]
-						res := rigs[i].RunSendersWarm(n, r.o.Settle, r.o.Window)
+					sums := r.txRound(rigs, n, round)
+					for i, mode := range seedbench.TxModes {
+						res := sums[i]
 						k := pkey{variant: mode.String(), senders: n, proc: g}
 						a.add(k, MGbps, res.Gbps())
 						a.add(k, MMpps, res.PPS()/1e6)
@@ -616,9 +640,9 @@ func (r *runner) d53674() (Review, error) {
 		}
 		for _, n := range prefetchSenders {
 			for round := range r.o.Rounds {
-				for _, i := range rotate([]int{0, 1}, round) {
-					on := ons[i]
-					res := rigs[i].RunSendersWarm(n, r.o.Settle, r.o.Window)
+				sums := r.txRound(rigs, n, round)
+				for i, on := range ons {
+					res := sums[i]
 					k := pkey{variant: prefetchName(on), senders: n, proc: r.full}
 					a.add(k, MGbps, res.Gbps())
 					a.add(k, MMpps, res.PPS()/1e6)

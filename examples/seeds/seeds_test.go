@@ -134,7 +134,13 @@ func TestVerdictRule(t *testing.T) {
 	assert.Equal(t, 2, c.Agree)
 	v := decide([]Comparison{c}, "needs more", "other")
 	assert.Equal(t, NotReproduced, v.Result, "enough CPUs: not reproduced")
+	assert.Contains(t, v.Why, "too noisy", "the median favours the claim")
+
+	// The opposite direction in the median: the review's reason is given.
+	v = decide([]Comparison{compare("x", "b", "w", MMpps, w, b, nil, 1, 2)}, "needs more", "other")
+	assert.Equal(t, NotReproduced, v.Result)
 	assert.Contains(t, v.Why, "other")
+	assert.NotContains(t, v.Why, "too noisy")
 
 	// The same failure with too few CPUs.
 	c.NeedCPUs = 8
@@ -173,7 +179,7 @@ func fullReport() *Report {
 	b := bound("cost", "batched", "per-packet", MCPU, stat(1, 1, 1), stat(1, 1, 1), []float64{1.015}, 1.03, 1, 1)
 	return &Report{
 		Schema: Schema, Command: "go run ./examples/seeds -quick", Started: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Seconds: 12.5,
-		Machine:  Machine{CPUs: 2, GOMAXPROCS: 2, Go: "go1.26", OS: "linux", Arch: "amd64", CPUModel: "x", LoadAvg: []float64{1, 2, 3}},
+		Machine:  Machine{CPUs: 2, GOMAXPROCS: 2, Go: "go1.26", OS: "linux", Arch: "amd64", CPUModel: "x", LoadAvg: []float64{1, 2, 3}, LoadAvgEnd: []float64{1, 2, 3}},
 		Settings: Settings{Quick: true, Rounds: 3, WindowMs: 20, WarmupMs: 10, SettleMs: 2, Senders: []int{1, 2}, Procs: []int{1, 2}},
 		Reviews: []Review{{
 			ID: SecD24094, Title: "t", Setup: "s", Claim: "c", Notes: []string{"n"},

@@ -30,8 +30,9 @@ func printHeader(w io.Writer, rep *Report) {
 	if s.Quick {
 		quick = " -quick: windows too short to measure anything; a smoke test."
 	}
-	fmt.Fprintf(w, "run: %d rounds; each cell measures a %.0f ms window after %.0f ms unmeasured; every rig warms up %.0f ms once built.%s\n",
-		s.Rounds, s.WindowMs, s.SettleMs, s.WarmupMs, quick)
+	fmt.Fprintf(w, "run: %d rounds; a cell is a %.0f ms window per round, measured in %d slices that alternate with the variants it is compared with,\n"+
+		"     each after %.0f ms unmeasured; every rig warms up %.0f ms once built.%s\n",
+		s.Rounds, s.WindowMs, s.Slices, s.SettleMs, s.WarmupMs, quick)
 	fmt.Fprint(w, `how to read:
   a [b..c]     median of the rounds [lowest..highest]; the variants compared run interleaved, round by round
   cpu-ns/pkt   this process's CPU time (user+system, getrusage) over the measuring window, per packet of that
@@ -284,6 +285,9 @@ func printSummary(w io.Writer, rep *Report, files []string) {
 		}
 	}
 	fmt.Fprintf(w, "took %.0f s.", rep.Seconds)
+	if l := rep.Machine.LoadAvgEnd; len(l) == 3 {
+		fmt.Fprintf(w, " load average %.2f %.2f %.2f at the end.", l[0], l[1], l[2])
+	}
 	for _, f := range files {
 		fmt.Fprintf(w, " wrote %s.", f)
 	}

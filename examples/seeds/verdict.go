@@ -179,7 +179,15 @@ func decide(cs []Comparison, cpuWhy, otherWhy string) Verdict {
 	if allCPU && cpuWhy != "" {
 		return Verdict{Result: NotOnTheseCPUs, Why: detail + "; " + cpuWhy}
 	}
-	if otherWhy != "" {
+	noisy := true
+	for _, c := range failed {
+		if c.Kind == "bound" && c.Advantage.Median > c.Bound || c.Kind == "gain" && !(c.Advantage.Median > 1) {
+			noisy = false
+		}
+	}
+	if noisy {
+		detail += "; the medians favour the claim but too few rounds agree: this run was too noisy to tell (more -rounds, or a quieter machine)"
+	} else if otherWhy != "" {
 		detail += "; " + otherWhy
 	}
 	return Verdict{Result: NotReproduced, Why: detail}
