@@ -77,7 +77,7 @@ func renderCharts(dir string, rep *Report, ext string) ([]string, error) {
 			})
 		case SecD53674:
 			save(ChartPrefetch, func(p string) error {
-				return categoryChart(p, rev, "D53674: transmit prefetch on and off, 1514-byte frames", MCPU,
+				return categoryChart(p, rev, "D53674: transmit prefetch on and off, 1514-byte frames, GOMAXPROCS=1", MCPU,
 					[]string{"1 sender", "3 senders"}, []string{"prefetch=off", "prefetch=on"},
 					func(_, ser string) string { return ser },
 					func(cat string) int { n, _ := strconv.Atoi(cat[:1]); return n })
