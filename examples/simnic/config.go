@@ -73,6 +73,13 @@ type Config struct {
 	// Schedule injects faults on a seeded, reproducible schedule (nil:
 	// none). A Schedule belongs to one NIC.
 	Schedule *Schedule
+	// Offload turns on the offloads (IFCAP_TXCSUM, IFCAP_RXCSUM,
+	// IFCAP_TSO4, IFCAP_VLAN_HWTAGGING): the driver advertises IPv4,
+	// TCP and UDP checksum insertion and TSO, writes context descriptors
+	// for them, and reports the device's RX checksum results; the device
+	// strips VLAN tags on RX into the descriptor (VLAN tag insertion on TX
+	// works either way).
+	Offload bool
 }
 
 // TxCompletion selects how the device reports TX completions and how the

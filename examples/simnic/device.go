@@ -37,6 +37,7 @@ type Stats struct {
 	RxFrames, RxBytes uint64 // GPRC, GORC: frames written to the RX ring good
 	RxErrors          uint64 // frames written to the RX ring with a frame error flagged (CRC, symbol, length)
 	RxDMAFaults       uint64 // frames whose buffer write faulted: flagged RXE
+	RxCsumErrors      uint64 // frames written with a bad IPv4 or TCP/UDP checksum flagged (IPE, TCPE; Offload)
 	RxNoRoom          uint64 // frames needing more buffers than the RX ring holds: dropped from the FIFO (in RxTooLong too)
 	RxFlushed         uint64 // frames dropped from the FIFO by a stop or reset (in RxMissed too)
 	RxWriteBacks      uint64 // RX write-back operations (runs of descriptors)
@@ -95,6 +96,7 @@ type NIC struct {
 	rxWaitRDT uint32      // device goroutine: that queue's RDT when it was found short
 	nintr     uint64      // device goroutine: interrupts raised (the schedule's stream)
 	nframes   uint64      // device goroutine: frames taken from the FIFO (the schedule's RX stream)
+	rxScratch []byte      // device goroutine: a frame with its VLAN tag stripped
 
 	// Link (the PHY). linkUp is read by the device and the wire without a
 	// lock; linkMu serializes its changes with the driver's status reads
@@ -129,6 +131,7 @@ type devStats struct {
 	txTooLong, txDMAFaults, txBadContext, txTSO, txWriteBacks     atomic.Uint64
 	rxFrames, rxBytes, rxErrors, rxDMAFaults, rxNoRoom, rxFlushed atomic.Uint64
 	rxWriteBacks, rxMissed, rxTooLong, rxLinkDown, dmaErrors      atomic.Uint64
+	rxCsumErrors                                                  atomic.Uint64
 	txIntrs, rxIntrs, linkIntrs, lostIntrs, spuriousIntrs         atomic.Uint64
 	txHangs, lostWriteBacks, linkChanges, statusReads, parks      atomic.Uint64
 }
@@ -156,6 +159,7 @@ func New(space busdma.Space, cfg Config) (*NIC, error) {
 	n := &NIC{cfg: cfg, bus: bus, sch: cfg.Schedule, wakeCh: make(chan struct{}, 1), hashSeed: maphash.MakeSeed()}
 	n.linkUp.Store(true)
 	n.fifo = newFIFO(cfg.FIFO, cfg.MaxFrame+4, n.wake)
+	n.rxScratch = make([]byte, cfg.MaxFrame+4)
 	n.txq = make([]devTxq, cfg.Queues)
 	n.rxq = make([]devRxq, cfg.Queues)
 	for i := range n.txq {
@@ -270,7 +274,7 @@ func (n *NIC) Stats() Stats {
 		TxTooLong: s.txTooLong.Load(), TxDMAFaults: s.txDMAFaults.Load(),
 		TxBadContext: s.txBadContext.Load(), TxTSO: s.txTSO.Load(), TxWriteBacks: s.txWriteBacks.Load(),
 		RxFrames: s.rxFrames.Load(), RxBytes: s.rxBytes.Load(),
-		RxErrors: s.rxErrors.Load(), RxDMAFaults: s.rxDMAFaults.Load(),
+		RxErrors: s.rxErrors.Load(), RxDMAFaults: s.rxDMAFaults.Load(), RxCsumErrors: s.rxCsumErrors.Load(),
 		RxNoRoom: s.rxNoRoom.Load(), RxFlushed: s.rxFlushed.Load(), RxWriteBacks: s.rxWriteBacks.Load(),
 		RxMissed: s.rxMissed.Load(), RxTooLong: s.rxTooLong.Load(), RxLinkDown: s.rxLinkDown.Load(),
 		DMAErrors: s.dmaErrors.Load(),

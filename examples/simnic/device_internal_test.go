@@ -352,3 +352,39 @@ func TestScheduleReproducible(t *testing.T) {
 		t.Fatalf("seeds 0x5eed and 0x5eee share %d of %d faults", same, len(a))
 	}
 }
+
+// An offload context the device cannot carry out (a TSO PAYLEN that does
+// not match the data, an MSS beyond MaxFrame, checksum offsets outside
+// the frame) drops the packet whole, counted in TxBadContext (TSCTFC);
+// nothing partial reaches the wire.
+func TestDeviceBadContextDropsWhole(t *testing.T) {
+	h := newDevHarness(t, Config{Offload: true})
+	frame := pattern(3000, 5)
+	tsoCtx := txCtx{ipcss: 14, ipcso: 24, ipcse: 33, tucss: 34, tucso: 50, tucmd: TxTucmdIP | TxTucmdTCP | TxCmdTSE, hdrlen: 54, mss: 1000}
+	post := func(c txCtx, popts, dcmd uint8) {
+		putTxCtx(h.txMem.Vaddr[h.pidx*DescSize:], c)
+		h.pidx++
+		putTxData(h.txMem.Vaddr[h.pidx*DescSize:], txData{addr: uint64(h.buf(frame)), length: 3000, cmd: TxCmdEOP | TxCmdRS | dcmd, popts: popts})
+		h.pidx++
+		h.txMem.Sync(busdma.PreRead | busdma.PreWrite)
+		h.nic.txq[0].tdt.Store(uint32(h.pidx))
+		h.nic.wake()
+	}
+	bad := []struct {
+		c           txCtx
+		popts, dcmd uint8
+	}{
+		{func() txCtx { c := tsoCtx; c.paylen = 1234; return c }(), TxPoptsIXSM | TxPoptsTXSM, TxCmdTSE},                 // PAYLEN ≠ data
+		{func() txCtx { c := tsoCtx; c.paylen, c.mss = 3000-54, 9500; return c }(), TxPoptsIXSM | TxPoptsTXSM, TxCmdTSE}, // MSS > MaxFrame
+		{txCtx{ipcss: 14, ipcso: 24, ipcse: 4000}, TxPoptsIXSM, 0},                                                       // IPCSE beyond the frame
+		{txCtx{tucss: 100, tucso: 90}, TxPoptsTXSM, 0},                                                                   // TUCSO before TUCSS
+	}
+	for _, b := range bad {
+		post(b.c, b.popts, b.dcmd)
+	}
+	h.drained()
+	time.Sleep(5 * time.Millisecond)
+	if st := h.nic.Stats(); st.TxBadContext != uint64(len(bad)) || st.TxFrames != 0 || len(h.wire.get()) != 0 {
+		t.Fatalf("stats %+v, %d frames on the wire: want %d bad contexts, nothing sent", st, len(h.wire.get()), len(bad))
+	}
+}

@@ -85,6 +85,11 @@ func (n *NIC) serveRxFrames() bool {
 		if !ok {
 			break
 		}
+		meta := rxMeta{status: RxStatIXSM}
+		if n.cfg.Offload {
+			meta.status = 0
+			f, meta.status, meta.errs, meta.vlan = n.rxOffload(f, n.rxScratch)
+		}
 		hash, ht := n.rssHash(f)
 		qi := 0
 		if len(n.rxq) > 1 {
@@ -111,7 +116,7 @@ func (n *NIC) serveRxFrames() bool {
 			n.rxWaitQ, n.rxWaitRDT = qi, uint32(rdt)
 			break
 		}
-		n.writeRxFrame(q, f, need, hash, ht)
+		n.writeRxFrame(q, f, need, hash, ht, meta)
 		n.fifo.pop()
 		did = true
 	}
@@ -126,9 +131,15 @@ func (n *NIC) serveRxFrames() bool {
 	return did
 }
 
+// rxMeta is what the offloads put in a frame's EOP descriptor.
+type rxMeta struct {
+	status, errs uint8
+	vlan         uint16
+}
+
 // writeRxFrame writes frame f into need posted buffers of q and stages
 // the descriptors' write-backs.
-func (n *NIC) writeRxFrame(q *devRxq, f []byte, need int, hash uint32, ht uint8) {
+func (n *NIC) writeRxFrame(q *devRxq, f []byte, need int, hash uint32, ht uint8, meta rxMeta) {
 	n.nframes++
 	nf := n.nframes
 	var rxErr uint8
@@ -157,8 +168,9 @@ func (n *NIC) writeRxFrame(q *devRxq, f []byte, need int, hash uint32, ht uint8)
 		}
 		wb := rxWB{hash: hash, hashType: ht, length: uint16(chunk), status: RxStatDD}
 		if j == need-1 {
-			wb.status |= RxStatEOP
-			wb.errors = rxErr
+			wb.status |= RxStatEOP | meta.status
+			wb.errors = rxErr | meta.errs
+			wb.vlan = meta.vlan
 		}
 		if badLen && j == 0 {
 			wb.length = uint16(q.bufSize + 100)
@@ -166,6 +178,9 @@ func (n *NIC) writeRxFrame(q *devRxq, f []byte, need int, hash uint32, ht uint8)
 		q.wbs[idx] = wb
 		off += chunk
 		q.head = (q.head + 1) % q.size
+	}
+	if meta.errs != 0 {
+		n.st.rxCsumErrors.Add(1)
 	}
 	switch {
 	case rxErr&RxErrRXE != 0:

@@ -57,6 +57,7 @@ type devTxq struct {
 	dd       [1]byte // the DD status byte written back (kept here: no allocation)
 	hwbBuf   [4]byte
 	tx       txFrame // the frame being gathered
+	seg      []byte  // a TSO segment being built
 }
 
 // cmdLost marks, in devTxq.cmd, a descriptor whose write-back the
@@ -65,11 +66,15 @@ const cmdLost = 0x80
 
 // txFrame is the frame the device gathers from a packet's descriptors.
 type txFrame struct {
-	buf  []byte
-	n    int
-	vlan uint16
-	vle  bool
-	drop dropReason // the frame is dropped at its EOP
+	buf     []byte
+	n       int
+	vlan    uint16
+	vle     bool
+	drop    dropReason // the frame is dropped at its EOP
+	tse     bool       // a TSO packet (TSE in its data descriptors)
+	popts   uint8      // the checksums to insert (POPTS of its data descriptors)
+	ctx     txCtx      // the queue's current context (it persists across packets)
+	haveCtx bool
 }
 
 // dropReason says why the device drops the TX frame it is gathering. A
@@ -85,6 +90,10 @@ const (
 
 func (q *devTxq) init(cfg *Config) {
 	q.tx.buf = make([]byte, cfg.MaxFrame+4)
+	if cfg.Offload {
+		q.tx.buf = make([]byte, max(TSOMaxSize, cfg.MaxFrame)+4)
+		q.seg = make([]byte, cfg.MaxFrame+4)
+	}
 	q.descs = make([]byte, 32*DescSize)
 }
 
@@ -100,12 +109,13 @@ func (q *devTxq) program(base busdma.BusAddr, size int, headWB bool) {
 	}
 	q.hung, q.stuck = false, false
 	q.tx.reset()
+	q.tx.haveCtx = false
 	q.tdt.Store(0)
 	q.tdh.Store(0)
 	q.wb.Store(0)
 }
 
-func (f *txFrame) reset() { f.n, f.vle, f.drop = 0, false, dropNone }
+func (f *txFrame) reset() { f.n, f.vle, f.drop, f.tse, f.popts = 0, false, dropNone, false, 0 }
 
 // txReady reports whether q has descriptors the device would process now.
 func (n *NIC) txReady(q *devTxq) bool {
@@ -165,12 +175,7 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 				n.st.txHangs.Add(1)
 				break
 			}
-			d := getTxDesc(q.descs[k*DescSize:])
-			n.gatherTx(q, i, d)
-			if d.cmd&TxCmdEOP != 0 {
-				n.endTxFrame(q, peer, pace)
-			}
-			cmd := d.cmd
+			cmd := n.txDescriptor(q, i, q.descs[k*DescSize:(k+1)*DescSize], peer, pace)
 			if cmd&TxCmdRS != 0 && n.sch.hit(FaultLostWriteBack, i, q.ndesc) {
 				cmd |= cmdLost
 				n.st.lostWriteBacks.Add(1)
@@ -184,26 +189,55 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 	return done > 0
 }
 
-// gatherTx adds one data descriptor's buffer to the frame on q.
-func (n *NIC) gatherTx(q *devTxq, qi int, d txDesc) {
+// txDescriptor processes one descriptor and returns its command byte: a
+// context descriptor (extended, DTYP 0) sets the queue's offload context;
+// a data descriptor (legacy, or extended DTYP 1) adds its buffer to the
+// frame, which is sent at EOP.
+func (n *NIC) txDescriptor(q *devTxq, qi int, raw []byte, peer *endpointBox, pace *pacer) uint8 {
+	cmd := raw[11]
 	f := &q.tx
-	l := int(d.length)
+	var addr uint64
+	var length int
+	var vlan uint16
+	switch {
+	case cmd&TxCmdDEXT != 0 && raw[10]>>4 == TxDTypContext:
+		f.ctx, f.haveCtx = getTxCtx(raw), true
+		return cmd & TxCmdRS // TUCMD: no EOP, VLE or TSE meaning for the frame
+	case cmd&TxCmdDEXT != 0:
+		d := getTxData(raw)
+		addr, length, vlan = d.addr, int(d.length), d.vlan
+		f.popts |= d.popts
+		if cmd&TxCmdTSE != 0 {
+			f.tse = true
+		}
+	default:
+		d := getTxDesc(raw)
+		addr, length, vlan = d.addr, int(d.length), d.vlan
+	}
+	limit := n.cfg.MaxFrame
+	if f.tse {
+		limit = len(f.buf) - 4
+	}
 	switch {
 	case f.drop != dropNone:
 		// The frame is already dropped: skip its data.
-	case f.n+l > n.cfg.MaxFrame:
+	case f.n+length > limit:
 		f.drop = dropTooLong
-	case l > 0 && n.sch.hit(FaultTxDMA, qi, q.ndesc):
+	case length > 0 && n.sch.hit(FaultTxDMA, qi, q.ndesc):
 		f.drop = dropDMA // a scheduled fault: the read "fails" without touching busdma
 	default:
-		if err := n.dmaRead(busdma.BusAddr(d.addr), f.buf[f.n:f.n+l]); err != nil {
+		if err := n.dmaRead(busdma.BusAddr(addr), f.buf[f.n:f.n+length]); err != nil {
 			f.drop = dropDMA
 		}
-		f.n += l
+		f.n += length
 	}
-	if d.cmd&TxCmdVLE != 0 {
-		f.vle, f.vlan = true, d.vlan
+	if cmd&TxCmdVLE != 0 {
+		f.vle, f.vlan = true, vlan
 	}
+	if cmd&TxCmdEOP != 0 {
+		n.endTxFrame(q, peer, pace)
+	}
+	return cmd
 }
 
 // endTxFrame sends (or drops, counted) the frame gathered on q at its EOP
@@ -220,12 +254,21 @@ func (n *NIC) endTxFrame(q *devTxq, peer *endpointBox, pace *pacer) {
 	case dropBadContext:
 		n.st.txBadContext.Add(1)
 	default:
+		if f.tse {
+			if n.sendTSO(q, peer, pace) {
+				n.st.txPackets.Add(1)
+			} else {
+				n.st.txBadContext.Add(1)
+			}
+			break
+		}
 		out := f.buf[:f.n]
+		if f.popts != 0 && (!f.haveCtx || !txChecksums(out, &f.ctx, f.popts, false)) {
+			n.st.txBadContext.Add(1)
+			break
+		}
 		if f.vle && len(out) >= 12 {
-			out = f.buf[:f.n+4]
-			copy(out[16:], out[12:f.n])
-			binary.BigEndian.PutUint16(out[12:14], etherTypeVLAN)
-			binary.BigEndian.PutUint16(out[14:16], f.vlan)
+			out = insertVLAN(f.buf, f.n, f.vlan)
 		}
 		n.st.txPackets.Add(1)
 		n.wire(out, peer, pace)

@@ -83,6 +83,17 @@
 //     timer periods and resets (IFDI_WATCHDOG_RESET, then stop + init).
 //     A lost DD write-back ([FaultLostWriteBack]) freezes em's tx_rsq walk
 //     the same way.
+//   - Offloads (Offload), end to end: TX IPv4, TCP and UDP checksum
+//     insertion and TSO from a TCP/IP context descriptor (SDM §3.3.6–3.3.7,
+//     §3.5; em_transmit_checksum_setup, em_tso_setup): the device cuts a
+//     TSO packet into MSS-sized frames with their IPv4 lengths,
+//     identifications and checksums, TCP sequence numbers, flags and
+//     checksums (see offload.go for the rules); VLAN tag insertion (VLE,
+//     with or without Offload); RX checksum verification reported as
+//     IPCS/TCPCS with IPE/TCPE (em_receive_checksum → CSUM_L3_CALC|
+//     L3_VALID|L4_CALC|L4_VALID) and VLAN stripping into the descriptor
+//     (VP and the tag → M_VLANTAG). A context the device cannot carry out
+//     drops the packet whole (TxBadContext).
 //   - Slow DMA (DMALatency): every device access takes longer.
 //   - DMA faults on TX buffers ([FaultTxDMA]): the frame is dropped whole
 //     and counted, as a PCIe completion error aborts one frame.
@@ -101,12 +112,18 @@
 // 16 bytes, little endian, after Intel's legacy e1000 descriptors, with
 // the RX write-back extended by an RSS hash:
 //
-//	TX:           addr[0:8] len[8:10] cso[10] cmd[11] status[12] css[13] vlan[14:16]
+//	TX legacy:    addr[0:8] len[8:10] cso[10] cmd[11] status[12] css[13] vlan[14:16]
 //	              cmd: EOP 0x01, IFCS 0x02, RS 0x08, VLE 0x40; status: DD 0x01
+//	TX context:   ipcss[0] ipcso[1] ipcse[2:4] tucss[4] tucso[5] tucse[6:8]
+//	  (DEXT,      paylen[8:11] (20 bits) dtyp=0[10]>>4 tucmd[11] sta[12] hdrlen[13] mss[14:16]
+//	   DTYP 0)    tucmd: TCP 0x01, IP 0x02, TSE 0x04, RS 0x08, DEXT 0x20
+//	TX data:      addr[0:8] dtalen[8:11] (20 bits) dtyp=1[10]>>4 dcmd[11] sta[12] popts[13] vlan[14:16]
+//	  (DEXT,      dcmd: EOP 0x01, IFCS 0x02, TSE 0x04, RS 0x08, DEXT 0x20, VLE 0x40
+//	   DTYP 1)    popts: IXSM 0x01 (IPv4 checksum), TXSM 0x02 (TCP/UDP checksum)
 //	TX head write-back: the head index (uint32) right after the last descriptor
 //	RX (read):    addr[0:8] (the rest zero)
 //	RX (written): hash[0:4] hashtype[4] pad[5:8] len[8:10] csum[10:12] status[12] errors[13] vlan[14:16]
-//	              status: DD 0x01, EOP 0x02, VP 0x08 (VLAN stripped), L4CS 0x20, IPCS 0x40
+//	              status: DD 0x01, EOP 0x02, IXSM 0x04, VP 0x08 (VLAN stripped), L4CS 0x20, IPCS 0x40
 //	              errors: CE 0x01, SE 0x02, SEQ 0x04, LE 0x08, CXE 0x10, TCPE 0x20, IPE 0x40, RXE 0x80
 //
 // Tests build rigs with the simnictest package, whose teardown checks

@@ -120,7 +120,17 @@ var (
 	// without TSO: the device would drop it (TxTooLong), so the driver does
 	// not hand it over. iflib frees it and counts it in oerrors.
 	ErrFrameTooLong = errors.New("simnic: frame longer than MaxFrame")
+	// ErrOffload is TxdEncap refusing an offload the driver does not
+	// advertise (IPv6 checksums or TSO, or any offload without
+	// Config.Offload), or a TSO segment size that does not fit MaxFrame.
+	// iflib frees the packet and counts it in oerrors: it is never sent
+	// with a checksum the device did not compute.
+	ErrOffload = errors.New("simnic: offload not supported")
 )
+
+// txOffloads are the offloads the driver advertises with Config.Offload
+// (isc_tx_csum_flags).
+const txOffloads = iflib.CsumIP | iflib.CsumIPTCP | iflib.CsumIPUDP | iflib.CsumIPTSO
 
 // Shared is simnic's if_shared_ctx.
 func Shared(cfg Config) *iflib.SharedCtx {
@@ -137,6 +147,12 @@ func Shared(cfg Config) *iflib.SharedCtx {
 		NTxQs:         1,
 		NRxQs:         1,
 		NFL:           1,
+	}
+	if cfg.Offload {
+		// em: isc_tso_maxsize EM_TSO_SIZE, isc_tso_maxsegsize
+		// EM_TSO_SEG_SIZE, IFLIB_TSO_INIT_IP.
+		s.TSOMaxSize, s.TSOMaxSegSize = TSOMaxSize, 4096
+		s.Flags |= iflib.FlagTSOInitIP
 	}
 	s.NTxdMin[0], s.NTxdMax[0], s.NTxdDefault[0] = 64, 4096, 1024
 	s.NRxdMin[0], s.NRxdMax[0], s.NRxdDefault[0] = 64, 4096, 1024
@@ -204,6 +220,10 @@ func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.MaxFrameSize = cfg.MaxFrame
 	sc.MinFrameSize = 60
 	sc.TxCsumFlags = 0
+	if cfg.Offload {
+		sc.TxCsumFlags = txOffloads
+		sc.TxTSOSegmentsMax, sc.TxTSOSizeMax, sc.TxTSOSegSizeMax = cfg.TxSegs, TSOMaxSize, 4096
+	}
 	sc.TxRx = d
 	return nil
 }
@@ -344,31 +364,76 @@ func (d *Driver) Detach(ctx *iflib.Context) error {
 	return nil
 }
 
-// TxdEncap is ift_txd_encap: one descriptor per segment; EOP, and RS when
-// iflib asks for a report (IPI_TX_INTR), on the last.
+// TxdEncap is ift_txd_encap (em_isc_txd_encap): one descriptor per
+// segment; EOP, and RS when iflib asks for a report (IPI_TX_INTR), on the
+// last. A packet asking for checksum offload or TSO first gets a TCP/IP
+// context descriptor (em_transmit_checksum_setup, em_tso_setup) and then
+// extended data descriptors with POPTS (and TSE); others use legacy
+// descriptors.
 func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
-	if pi.Len > d.nic.cfg.MaxFrame {
+	tso := pi.CsumFlags&iflib.CsumTSO != 0
+	csum := pi.CsumFlags&(iflib.CsumIP|iflib.CsumIPTCP|iflib.CsumIPUDP|iflib.CsumIP6TCP|iflib.CsumIP6UDP) != 0
+	switch {
+	case (tso || csum) && (!d.nic.cfg.Offload || pi.CsumFlags&^txOffloads != 0 || pi.Flags&iflib.IPITxIPv4 == 0):
+		return ErrOffload
+	case tso && (pi.TSOSegSize == 0 || int(pi.EHdrLen)+int(pi.IPHLen)+int(pi.TCPHLen)+int(pi.TSOSegSize) > d.nic.cfg.MaxFrame):
+		return ErrOffload
+	case !tso && pi.Len > d.nic.cfg.MaxFrame:
 		return ErrFrameTooLong
 	}
 	t := &d.tx[pi.QSIdx]
 	mask := t.size - 1
 	idx := pi.PIdx
+	var popts, dcmd uint8
+	if tso || csum {
+		c := txCtx{tucmd: 0}
+		eh, ih := int(pi.EHdrLen), int(pi.IPHLen)
+		if pi.CsumFlags&iflib.CsumIP != 0 || tso {
+			c.ipcss, c.ipcso, c.ipcse = uint8(eh), uint8(eh+10), uint16(eh+ih-1)
+			c.tucmd |= TxTucmdIP
+			popts |= TxPoptsIXSM
+		}
+		switch {
+		case tso || pi.CsumFlags&iflib.CsumIPTCP != 0:
+			c.tucss, c.tucso = uint8(eh+ih), uint8(eh+ih+16)
+			c.tucmd |= TxTucmdTCP
+			popts |= TxPoptsTXSM
+		case pi.CsumFlags&iflib.CsumIPUDP != 0:
+			c.tucss, c.tucso = uint8(eh+ih), uint8(eh+ih+6)
+			popts |= TxPoptsTXSM
+		}
+		if tso {
+			hdr := eh + ih + int(pi.TCPHLen)
+			c.tucmd |= TxCmdTSE
+			c.hdrlen, c.mss, c.paylen = uint8(hdr), pi.TSOSegSize, uint32(pi.Len-hdr)
+			dcmd |= TxCmdTSE
+		}
+		putTxCtx(t.ring[idx*DescSize:], c)
+		idx = (idx + 1) & mask
+	}
 	for i := 0; i < pi.NSegs; i++ {
 		s := pi.Segs[i]
-		desc := txDesc{addr: uint64(s.Addr), length: uint16(s.Len), cmd: TxCmdIFCS}
+		cmd := uint8(TxCmdIFCS)
+		var vlan uint16
 		if i == pi.NSegs-1 {
-			desc.cmd |= TxCmdEOP
-			if pi.MFlags&iflib.MVLANTag != 0 {
-				desc.cmd |= TxCmdVLE
-				desc.vlan = pi.VTag
-			}
+			cmd |= TxCmdEOP
 			if pi.Flags&iflib.IPITxIntr != 0 {
-				desc.cmd |= TxCmdRS
+				cmd |= TxCmdRS
 				t.rsq[t.rsqTail] = idx
 				t.rsqTail = (t.rsqTail + 1) & mask
 			}
 		}
-		putTxDesc(t.ring[idx*DescSize:], desc)
+		// VLE: on the first data descriptor with TSE, on the last without
+		// (SDM §3.3.7.1).
+		if pi.MFlags&iflib.MVLANTag != 0 && (i == pi.NSegs-1 && !tso || i == 0 && tso) {
+			cmd |= TxCmdVLE
+			vlan = pi.VTag
+		}
+		if tso || csum {
+			putTxData(t.ring[idx*DescSize:], txData{addr: uint64(s.Addr), length: uint32(s.Len), cmd: cmd | dcmd, popts: popts, vlan: vlan})
+		} else {
+			putTxDesc(t.ring[idx*DescSize:], txDesc{addr: uint64(s.Addr), length: uint16(s.Len), cmd: cmd, vlan: vlan})
+		}
 		idx = (idx + 1) & mask
 	}
 	pi.NewPIdx = idx
@@ -490,6 +555,7 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		if wb.status&RxStatEOP == 0 {
 			continue
 		}
+		rxMetadata(ri, wb)
 		if wb.errors&RxErrFrameMask != 0 {
 			d.rxBadFrames.Add(1)
 			if d.nic.cfg.RxErrors != RxErrorsDiscard {
@@ -505,6 +571,31 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		r.ring[j*DescSize+12] = 0 // the status: consumed
 	}
 	return nil
+}
+
+// rxMetadata fills the VLAN tag and checksum results from the EOP
+// write-back (em_receive_checksum, and the VP/vlan fields).
+func rxMetadata(ri *iflib.RxdInfo, wb rxWB) {
+	if wb.status&RxStatVP != 0 {
+		ri.VTag = wb.vlan
+		ri.Flags |= iflib.MVLANTag
+	}
+	if wb.status&RxStatIXSM != 0 {
+		return
+	}
+	if wb.status&RxStatIPCS != 0 {
+		ri.CsumFlags |= iflib.CsumL3Calc
+		if wb.errors&RxErrIPE == 0 {
+			ri.CsumFlags |= iflib.CsumL3Valid
+		}
+	}
+	if wb.status&RxStatL4CS != 0 {
+		ri.CsumFlags |= iflib.CsumL4Calc
+		if wb.errors&RxErrTCPE == 0 {
+			ri.CsumFlags |= iflib.CsumL4Valid
+			ri.CsumData = 0xffff
+		}
+	}
 }
 
 // RxdRefill is ift_rxd_refill: write buffer addresses into descriptors.

@@ -30,8 +30,9 @@ const (
 type FrameSpec struct {
 	Flow, Seq uint32
 	Proto     uint8 // ProtoUDP (default) or ProtoTCP
-	// Len is the whole frame's length in bytes. Frames too short for the
-	// headers and the stamp are filled with a pattern of (Flow, Seq) only.
+	// Len is the whole frame's length in bytes. A frame too short for the
+	// headers is a pattern of (Flow, Seq) only; one too short for the
+	// stamp has the headers but no stamp.
 	Len int
 	// VLAN, if not 0, inserts an 802.1Q tag with this VID (the frame grows
 	// by 4).
@@ -42,8 +43,14 @@ type FrameSpec struct {
 	TCPFlags uint8
 	// IPID is the IPv4 identification.
 	IPID uint16
-	// NoCsum leaves the IPv4 and L4 checksums 0 (for offload tests).
+	// NoCsum leaves the IPv4 and L4 checksums 0.
 	NoCsum bool
+	// Seed prepares the frame for checksum offload as FreeBSD's stack
+	// hands it to a driver with CSUM_IP|CSUM_TCP (or CSUM_UDP): the IPv4
+	// header checksum 0 and the TCP/UDP checksum field holding the
+	// pseudo-header sum with the L4 length (in_pseudo), not complemented.
+	// The device finishes both.
+	Seed bool
 }
 
 // MinStampedLen is the shortest frame that carries its stamp.
@@ -54,7 +61,9 @@ func MinStampedLen(proto uint8) int {
 	return EtherLen + IPv4Len + UDPLen + StampLen
 }
 
-// Build writes the frame into buf (grown as needed) and returns it.
+// Build writes the frame into buf (grown as needed) and returns it. A
+// VLAN frame is the untagged frame with the tag inserted after the MAC
+// addresses.
 func (s FrameSpec) Build(buf []byte) []byte {
 	if s.Proto == 0 {
 		s.Proto = ProtoUDP
@@ -66,21 +75,28 @@ func (s FrameSpec) Build(buf []byte) []byte {
 	if cap(buf) < n {
 		buf = make([]byte, n)
 	}
-	b := buf[:n]
+	b := buf[:s.Len]
+	s.build(b)
+	if s.VLAN == 0 || s.Len < 12 {
+		return buf[:n]
+	}
+	t := buf[:n]
+	copy(t[16:], t[12:s.Len])
+	binary.BigEndian.PutUint16(t[12:14], 0x8100)
+	binary.BigEndian.PutUint16(t[14:16], s.VLAN&0x0fff)
+	return t
+}
+
+// build writes the untagged frame into b (len(b) == s.Len).
+func (s FrameSpec) build(b []byte) {
 	fillPattern(b, s.Flow, s.Seq)
-	if s.Len < MinStampedLen(s.Proto) {
-		return b
+	if s.Len < MinStampedLen(s.Proto)-StampLen {
+		return // too short for the headers: a pattern only
 	}
 	copy(b[0:6], []byte{2, 0, 0, 0, 0, 2})
 	copy(b[6:12], []byte{2, 0, 0, 0, 0, 1})
-	off := 12
-	if s.VLAN != 0 {
-		binary.BigEndian.PutUint16(b[12:14], 0x8100)
-		binary.BigEndian.PutUint16(b[14:16], s.VLAN&0x0fff)
-		off = 16
-	}
-	binary.BigEndian.PutUint16(b[off:off+2], 0x0800)
-	ip := b[off+2:]
+	binary.BigEndian.PutUint16(b[12:14], 0x0800)
+	ip := b[EtherLen:]
 	ipTotal := len(ip)
 	ip[0], ip[1] = 0x45, 0
 	binary.BigEndian.PutUint16(ip[2:4], uint16(ipTotal))
@@ -109,18 +125,39 @@ func (s FrameSpec) Build(buf []byte) []byte {
 		l4[6], l4[7] = 0, 0
 		payload = l4[UDPLen:]
 	}
-	binary.BigEndian.PutUint32(payload[0:4], s.Flow)
-	binary.BigEndian.PutUint32(payload[4:8], s.Seq)
-	if !s.NoCsum {
+	if len(payload) >= StampLen {
+		binary.BigEndian.PutUint32(payload[0:4], s.Flow)
+		binary.BigEndian.PutUint32(payload[4:8], s.Seq)
+	}
+	ck := l4CsumOffset(s.Proto)
+	switch {
+	case s.Seed:
+		sum := PseudoHeaderSum(ip, len(l4))
+		for sum>>16 != 0 {
+			sum = sum&0xffff + sum>>16
+		}
+		binary.BigEndian.PutUint16(l4[ck:ck+2], uint16(sum))
+	case !s.NoCsum:
 		binary.BigEndian.PutUint16(ip[10:12], Checksum(ip[:IPv4Len], 0))
-		ck := l4CsumOffset(s.Proto)
 		c := Checksum(l4, PseudoHeaderSum(ip, len(l4)))
 		if s.Proto == ProtoUDP && c == 0 {
 			c = 0xffff
 		}
 		binary.BigEndian.PutUint16(l4[ck:ck+2], c)
 	}
-	return b
+}
+
+// Header returns the length of the Ethernet, IPv4 and L4 headers of the
+// frame s describes.
+func (s FrameSpec) Header() int {
+	h := EtherLen + IPv4Len + UDPLen
+	if s.Proto == ProtoTCP {
+		h = EtherLen + IPv4Len + TCPLen
+	}
+	if s.VLAN != 0 {
+		h += 4
+	}
+	return h
 }
 
 func l4CsumOffset(proto uint8) int {
@@ -185,8 +222,9 @@ var (
 	ErrBadLength    = errors.New("simnictest: lengths disagree")
 )
 
-// Parse reads a test frame's headers and stamp. A frame too short to be
-// stamped returns Stamped false and no error.
+// Parse reads a test frame's headers and stamp. A frame too short for the
+// headers returns Stamped false and no error; one with the headers but
+// too short for the stamp has its header fields and Stamped false.
 func Parse(f []byte) (Parsed, error) {
 	var p Parsed
 	if len(f) < EtherLen {
@@ -216,7 +254,7 @@ func Parse(f []byte) (Parsed, error) {
 	} else if p.Proto != ProtoUDP {
 		return p, ErrNotTestFrame
 	}
-	if len(f) < p.L4+hl+StampLen {
+	if len(f) < p.L4+hl {
 		return p, ErrNotTestFrame
 	}
 	if p.Proto == ProtoTCP {
@@ -224,13 +262,15 @@ func Parse(f []byte) (Parsed, error) {
 		p.TCPFlags = f[p.L4+13]
 	}
 	p.Payload = p.L4 + hl
-	p.Flow = binary.BigEndian.Uint32(f[p.Payload:])
-	p.Seq = binary.BigEndian.Uint32(f[p.Payload+4:])
-	p.Stamped = true
+	if len(f) >= p.Payload+StampLen {
+		p.Flow = binary.BigEndian.Uint32(f[p.Payload:])
+		p.Seq = binary.BigEndian.Uint32(f[p.Payload+4:])
+		p.Stamped = true
+	}
 	return p, nil
 }
 
-// VerifyCsum checks a stamped frame's IPv4 total length and header
+// VerifyCsum checks a parsed frame's IPv4 total length and header
 // checksum and its L4 length and checksum.
 func VerifyCsum(f []byte, p Parsed) error {
 	ip := f[p.L3:]

@@ -95,13 +95,13 @@ func (r *Rig) Close() {
 }
 
 // Packet builds a packet chain from the rig's TX zone holding data split
-// over nseg buffers (at least one), with Hdr.Len set. It fails the test
-// if the zone is empty.
+// over nseg buffers (at least one; more when a part does not fit a
+// cluster), with Hdr.Len set. It fails the test if the zone is empty.
 func (r *Rig) Packet(data []byte, nseg int) *iflib.Packet {
 	r.TB.Helper()
 	nseg = max(nseg, 1)
 	var head, tail *iflib.Packet
-	per := max((len(data)+nseg-1)/nseg, 1)
+	per := min(max((len(data)+nseg-1)/nseg, 1), r.TxZone.ClusterSize())
 	for off := 0; off < len(data) || head == nil; off += per {
 		p, err := r.TxZone.Get()
 		if err != nil {
