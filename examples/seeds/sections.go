@@ -459,9 +459,10 @@ func (r *runner) d24094() (Review, error) {
 		rev.Verdict = Verdict{Result: NotOnTheseCPUs, Why: "with one CPU there is nowhere else to place a TX queue"}
 		return rev, nil
 	}
-	aff, err := cpumap.CurrentAffinity()
+	aff, err := affinity()
 	if err != nil {
-		return rev, err
+		rev.Verdict = Verdict{Result: NotMeasured, Why: "this process's CPU affinity is unknown: " + err.Error()}
+		return rev, nil
 	}
 	cpus := aff.List()
 	if len(cpus) < 2 {
@@ -546,6 +547,24 @@ func coreOffset(c int, pin bool) int {
 		return -1
 	}
 	return c
+}
+
+// affinity is the CPUs this process's threads may run on, read on a
+// thread of its own.
+func affinity() (cpumap.CPUSet, error) {
+	type result struct {
+		set cpumap.CPUSet
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		set, err := cpumap.CurrentAffinity()
+		ch <- result{set, err}
+	}()
+	r := <-ch
+	return r.set, r.err
 }
 
 // tryPin pins a throwaway thread to cpu to see whether pinning works here.
