@@ -2,6 +2,7 @@ package iflib
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -421,7 +422,11 @@ func (q *rxq) task() {
 		r := q.rxeof(budget)
 		switch {
 		case r&rxeofMore != 0:
+			// GROUPTASK_ENQUEUE re-queues the task behind the others on its
+			// taskqueue: let the goroutines that share this CPU (the
+			// device, the TX task) run before the next pass.
 			q.kick()
+			runtime.Gosched()
 		case r&rxeofHeld != 0:
 			q.armRetry(backpressureRetry)
 		default:

@@ -354,10 +354,18 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			return r, err
 		}
 		input := r.forward
+		var ready func(int) bool
 		if o.RxOnly {
 			input = freeAll
+		} else {
+			// Back-pressure: A receives only while B's TX queue has room
+			// for another RX batch, so that frames B could not send stay
+			// in A's ring (and are dropped by A's device, counted as
+			// missed) instead of being received, copied and then dropped.
+			ctxB, limit := r.CtxB, forwardBacklogLimit
+			ready = func(int) bool { return ctxB.TxBacklog(0) < limit }
 		}
-		drvA, err := env.Attach(r.NICA, iflib.Attachment{Config: cfgA, Input: input})
+		drvA, err := env.Attach(r.NICA, iflib.Attachment{Config: cfgA, Input: input, InputReady: ready})
 		if err != nil {
 			return r, err
 		}
@@ -436,6 +444,11 @@ func (r *ForwardRig) forward(_ int, pkts []*iflib.Packet) {
 		r.txErrs.Add(uint64(n - sent))
 	}
 }
+
+// forwardBacklogLimit is the backlog of B's TX queue (packets queued plus
+// descriptors in use) above which A holds its receive back: a quarter of
+// B's mp_ring.
+const forwardBacklogLimit = iflib.MPRingSize / 4
 
 func freeAll(_ int, pkts []*iflib.Packet) {
 	for _, m := range pkts {
