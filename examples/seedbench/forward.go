@@ -362,8 +362,18 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			// for another RX batch, so that frames B could not send stay
 			// in A's ring (and are dropped by A's device, counted as
 			// missed) instead of being received, copied and then dropped.
+			// Holding back, A also schedules B's TX task (as B's TX
+			// interrupt would): a B ring that stalled for descriptors,
+			// with no new packet from A to restart it, restarts there
+			// instead of waiting for B's timer.
 			ctxB, limit := r.CtxB, forwardBacklogLimit
-			ready = func(int) bool { return ctxB.TxBacklog(0) < limit }
+			ready = func(int) bool {
+				if ctxB.TxBacklog(0) < limit {
+					return true
+				}
+				ctxB.TxIntr(0)
+				return false
+			}
 		}
 		drvA, err := env.Attach(r.NICA, iflib.Attachment{Config: cfgA, Input: input, InputReady: ready})
 		if err != nil {
