@@ -150,7 +150,7 @@ func fanInChart(path string, rev *Review, rep *Report) error {
 		p.X.Label.Text = "senders on one TX queue"
 		p.Y.Label.Text = "Gb/s"
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = log2Ticks(seedbench.Seed003FanIns)
+		p.X.Tick.Marker = log2Ticks(seedbench.FanIns)
 		p.Y.Min = 0
 		p.Legend.Top = true
 		p.Legend.TextStyle.Font.Size = vg.Points(8)
@@ -169,8 +169,8 @@ func fanInChart(path string, rev *Review, rep *Report) error {
 		}
 		var xs []float64
 		var st []Stat
-		for k, n := range seedbench.Seed003FanIns {
-			v := seedbench.Seed003Paper[m.String()][k]
+		for k, n := range seedbench.FanIns {
+			v := seedbench.FreeBSDFanInGbps[m.String()][k]
 			xs = append(xs, float64(n))
 			st = append(st, Stat{Samples: []float64{v}, Median: v, Min: v, Max: v})
 		}
@@ -188,7 +188,7 @@ func fanInChart(path string, rev *Review, rep *Report) error {
 		p.Y.Max = ymax * 1.25
 	}
 	return savePanels(path, [][]*plot.Plot{row}, 27*vg.Centimeter, 10*vg.Centimeter,
-		fmt.Sprintf("simple_tx with drbr deferral: one TX queue, %d-byte frames (median, min..max of %d rounds)", seedbench.Seed003FrameLen, rep.Settings.Rounds))
+		fmt.Sprintf("simple_tx with drbr deferral: one TX queue, %d-byte frames (median, min..max of %d rounds)", seedbench.FanInFrameLen, rep.Settings.Rounds))
 }
 
 // categoryChart: named categories on x, one series per variant, offset

@@ -274,13 +274,13 @@ func (r *runner) drbr() (Review, error) {
 		ID:    SecDRBR,
 		Title: "simple_tx with buf_ring/drbr deferral",
 		Setup: fmt.Sprintf("one TX queue, %d-byte UDP frames as a 42-byte header buffer plus a payload buffer, S sending goroutines, %v per cell",
-			seedbench.Seed003FrameLen, r.o.Window),
+			seedbench.FanInFrameLen, r.o.Window),
 		Claim: "drbr beats mp_ring at every fan-in (1.9–9×) and is never below simple_tx: drbr ≥ simple_tx ≥ mp_ring at 2 senders and more",
 	}
 	for _, mode := range seedbench.TxModes {
-		for j, n := range seedbench.Seed003FanIns {
+		for j, n := range seedbench.FanIns {
 			rev.FreeBSD = append(rev.FreeBSD, Figure{Label: fmt.Sprintf("%s, %d senders", modeName(mode), n),
-				Value: seedbench.Seed003Paper[mode.String()][j], Unit: "Gb/s", Machine: machineTurin})
+				Value: seedbench.FreeBSDFanInGbps[mode.String()][j], Unit: "Gb/s", Machine: machineTurin})
 		}
 	}
 	var a acc
@@ -325,12 +325,12 @@ func (r *runner) drbr() (Review, error) {
 		{iflib.TxModeDRBR, iflib.TxModeMPRing}, {iflib.TxModeDRBR, iflib.TxModeSimple}, {iflib.TxModeSimple, iflib.TxModeMPRing},
 	}
 	for _, n := range r.o.Senders {
-		fi := slices.Index(seedbench.Seed003FanIns, n)
+		fi := slices.Index(seedbench.FanIns, n)
 		if fi < 0 || n < 2 {
 			continue
 		}
 		for _, pr := range pairs {
-			fb := seedbench.Seed003Paper[pr.better.String()][fi] / seedbench.Seed003Paper[pr.worse.String()][fi]
+			fb := seedbench.FreeBSDFanInGbps[pr.better.String()][fi] / seedbench.FreeBSDFanInGbps[pr.worse.String()][fi]
 			if fb <= 1.05 {
 				continue
 			}

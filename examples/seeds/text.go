@@ -107,10 +107,10 @@ func indent(w io.Writer, s string) {
 func printFreeBSD(w io.Writer, rev *Review) {
 	if rev.ID == SecDRBR {
 		fmt.Fprintf(w, "FreeBSD (%s, 1342-byte UDP with separate headers, one TX queue, worst of 3 runs), Gb/s at %s senders:\n",
-			machineTurin, joinInts(seedbench.Seed003FanIns, "/"))
+			machineTurin, joinInts(seedbench.FanIns, "/"))
 		for _, m := range seedbench.TxModes {
 			var vs []string
-			for _, v := range seedbench.Seed003Paper[m.String()] {
+			for _, v := range seedbench.FreeBSDFanInGbps[m.String()] {
 				vs = append(vs, fmt.Sprintf("%g", v))
 			}
 			fmt.Fprintf(w, "    %-9s %s\n", modeName(m), strings.Join(vs, " "))
@@ -170,8 +170,8 @@ func printFanIn(w io.Writer, rev *Review, o Options) {
 				fmt.Fprintf(w, " | %-19s %6.0f %5.1f", fmtStat(p.Metrics[MGbps], 1), p.Metrics[MCPU].Median, p.Metrics[MDrop].Median)
 			}
 			fb := "-"
-			if i := slices.Index(seedbench.Seed003FanIns, n); i >= 0 {
-				fb = fmt.Sprintf("%g/%g/%g", seedbench.Seed003Paper["mpring"][i], seedbench.Seed003Paper["simple"][i], seedbench.Seed003Paper["drbr"][i])
+			if i := slices.Index(seedbench.FanIns, n); i >= 0 {
+				fb = fmt.Sprintf("%g/%g/%g", seedbench.FreeBSDFanInGbps["mpring"][i], seedbench.FreeBSDFanInGbps["simple"][i], seedbench.FreeBSDFanInGbps["drbr"][i])
 			}
 			fmt.Fprintf(w, " | %s\n", fb)
 		}

@@ -25,26 +25,26 @@ import (
 	"github.com/goiflib/goiflib/iflib"
 )
 
-// Seed003FrameLen is the frame of the "simple_tx with drbr deferral"
+// FanInFrameLen is the frame of the "simple_tx with drbr deferral"
 // measurement: a 1342-byte UDP frame, built as a 42-byte header buffer
 // plus a 1300-byte payload buffer ("separate headers, so as to give encap
 // work to do").
 const (
-	Seed003FrameLen = 1342
-	headerLen       = 42
+	FanInFrameLen = 1342
+	headerLen     = 42
 )
 
-// Seed003Paper is FreeBSD's Gb/s in the "simple_tx with drbr deferral"
+// FreeBSDFanInGbps is FreeBSD's Gb/s in the "simple_tx with drbr deferral"
 // review at 1, 2, 4, 8, 16, 32 and 64 sending threads on one queue (a
 // 96-core AMD Turin with a 400G bnxt NIC, the worst of three runs).
-var Seed003Paper = map[string][]float64{
+var FreeBSDFanInGbps = map[string][]float64{
 	"mpring": {20, 44, 48, 35, 14, 7, 4},
 	"simple": {44, 44, 44, 43, 40, 36, 32},
 	"drbr":   {44, 90, 90, 86, 57, 50, 35},
 }
 
-// Seed003FanIns are the sender counts of that table.
-var Seed003FanIns = []int{1, 2, 4, 8, 16, 32, 64}
+// FanIns are the sender counts of that table.
+var FanIns = []int{1, 2, 4, 8, 16, 32, 64}
 
 // TxModes are the modes of that table, in its order.
 var TxModes = []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR}
@@ -57,7 +57,7 @@ var ErrTxOpts = errors.New("seedbench: bad transmit rig options")
 type TxOptions struct {
 	// Config is iflib's configuration (TxMode, Prefetch, ...).
 	Config iflib.Config
-	// FrameLen is the frame length; default Seed003FrameLen. Frames are a
+	// FrameLen is the frame length; default FanInFrameLen. Frames are a
 	// 42-byte header buffer plus a payload buffer, at most 2048 bytes.
 	FrameLen int
 	// ZonePkts is the senders' packet zone; default 16384 (enough for the
@@ -135,7 +135,7 @@ type TxRig struct {
 // NewTxRig builds a rig and starts its context.
 func NewTxRig(o TxOptions) (r *TxRig, err error) {
 	if o.FrameLen == 0 {
-		o.FrameLen = Seed003FrameLen
+		o.FrameLen = FanInFrameLen
 	}
 	if o.ZonePkts == 0 {
 		o.ZonePkts = 16384
