@@ -64,8 +64,7 @@ func TestTxRigBadOptions(t *testing.T) {
 	}
 }
 
-// BenchmarkSeed003 (the name the issue tracker uses) is the fan-in table
-// of "simple_tx with drbr deferral"
+// BenchmarkSeed003 is the fan-in table of "simple_tx with drbr deferral"
 // as a benchmark: one TX queue, 1342-byte two-buffer frames; b.N transmit
 // attempts shared by the senders, so ns/op and allocs/op are per packet.
 // cpu-ns/pkt is the process's CPU time (getrusage) per frame on the wire.
