@@ -692,8 +692,8 @@ func (r *runner) d53674() (Review, error) {
 	}
 	rev.Verdict = decide(rev.Comparisons,
 		"FreeBSD's 3 threads each had a core and shared memory bandwidth with each other and the NIC's DMA, which is what prefetching wasted; here they take turns on one CPU",
-		"on the simulated NIC the frame a sender has just written is still in its CPU's cache when encap reads it, and the device is a goroutine rather than a DMA engine, "+
-			"so there is no miss for a prefetch to hide and little bandwidth for it to waste")
+		"what FreeBSD measured was prefetching wasting L3 and memory bandwidth beside a NIC's DMA; here the frame a sender has just written is still in its CPU's cache "+
+			"and the device is a goroutine copying from it, so a prefetch costs and saves other things than it did there")
 	rev.Notes = []string{"The verdict uses cpu-ns/pkt at GOMAXPROCS=1: FreeBSD's packet blaster was CPU-bound, a prefetch is a cost per packet, and one CPU measures that cost with the least disturbance from the simulator and from other load; Gb/s is shown beside it."}
 	return rev, nil
 }
