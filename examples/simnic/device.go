@@ -285,6 +285,24 @@ func (n *NIC) Stats() Stats {
 	}
 }
 
+// QueueStats are one queue pair's device counters.
+type QueueStats struct {
+	TxProcessed uint64 // TX packets whose EOP the device processed on this queue
+	TxPackets   uint64 // of which sent whole
+	TxDropped   uint64 // of which dropped whole (too long, DMA fault, bad context)
+	RxWritten   uint64 // frames written to this RX ring (good or flagged)
+}
+
+// QueueStats returns queue q's counters; ErrConfig for a queue the NIC
+// does not have.
+func (n *NIC) QueueStats(q int) (QueueStats, error) {
+	if q < 0 || q >= len(n.txq) {
+		return QueueStats{}, &ConfigError{Field: "queue", Value: q, Reason: "no such queue"}
+	}
+	t, r := &n.txq[q], &n.rxq[q]
+	return QueueStats{TxProcessed: t.processedA.Load(), TxPackets: t.sentA.Load(), TxDropped: t.droppedA.Load(), RxWritten: r.written.Load()}, nil
+}
+
 // InjectRxBadSlot makes the driver's next RxdPktGet name a free-list slot
 // that was never posted (a corrupted buffer id beyond the ring).
 func (n *NIC) InjectRxBadSlot() { n.faultRxBadSlot.Store(true) }

@@ -20,6 +20,7 @@ type devRxq struct {
 	bufSize int
 	rdt     atomic.Uint32 // tail: driver (release)
 	rdh     atomic.Uint32 // head: the next descriptor the device fills (device, release)
+	written atomic.Uint64 // frames written to this ring (QueueStats)
 	wb      atomic.Uint32 // write-back frontier (release)
 	intrEn  atomic.Bool
 
@@ -182,6 +183,7 @@ func (n *NIC) writeRxFrame(q *devRxq, f []byte, need int, hash uint32, ht uint8,
 	if meta.errs != 0 {
 		n.st.rxCsumErrors.Add(1)
 	}
+	q.written.Add(1)
 	switch {
 	case rxErr&RxErrRXE != 0:
 		n.st.rxDMAFaults.Add(1)

@@ -42,22 +42,24 @@ type devTxq struct {
 	hwbMu sync.Mutex
 
 	// Device-goroutine state.
-	head     int       // next descriptor to process
-	wbHead   int       // first processed descriptor not yet written back
-	wbSince  time.Time // when the oldest pending write-back became pending (with WBDelay)
-	cmd      []uint8   // per descriptor: its command byte as processed (cmdLost: write-back lost)
-	ndesc    uint64    // descriptors processed: the schedule's TX stream
-	packets  uint64    // packets whose EOP was processed (read by the driver once the device is stopped)
-	hung     bool      // scheduled hang: nothing is consumed until a reprogram
-	stuck    bool      // a descriptor fetch faulted at stuckTDT: wait for a new TDT or a reprogram
-	stuckTDT int
-	pend     bool // a completion was written back (TXDW): interrupt cause
-	lastIntr time.Time
-	descs    []byte
-	dd       [1]byte // the DD status byte written back (kept here: no allocation)
-	hwbBuf   [4]byte
-	tx       txFrame // the frame being gathered
-	seg      []byte  // a TSO segment being built
+	head    int       // next descriptor to process
+	wbHead  int       // first processed descriptor not yet written back
+	wbSince time.Time // when the oldest pending write-back became pending (with WBDelay)
+	cmd     []uint8   // per descriptor: its command byte as processed (cmdLost: write-back lost)
+	ndesc   uint64    // descriptors processed: the schedule's TX stream
+	packets uint64    // packets whose EOP was processed (read by the driver once the device is stopped)
+	// Per-queue counters (QueueStats).
+	processedA, sentA, droppedA atomic.Uint64
+	hung                        bool // scheduled hang: nothing is consumed until a reprogram
+	stuck                       bool // a descriptor fetch faulted at stuckTDT: wait for a new TDT or a reprogram
+	stuckTDT                    int
+	pend                        bool // a completion was written back (TXDW): interrupt cause
+	lastIntr                    time.Time
+	descs                       []byte
+	dd                          [1]byte // the DD status byte written back (kept here: no allocation)
+	hwbBuf                      [4]byte
+	tx                          txFrame // the frame being gathered
+	seg                         []byte  // a TSO segment being built
 }
 
 // cmdLost marks, in devTxq.cmd, a descriptor whose write-back the
@@ -246,34 +248,46 @@ func (n *NIC) endTxFrame(q *devTxq, peer *endpointBox, pace *pacer) {
 	f := &q.tx
 	q.packets++
 	n.st.txProcessed.Add(1)
-	switch f.drop {
+	q.processedA.Add(1)
+	drop := f.drop
+	if drop == dropNone {
+		drop = n.sendTx(q, peer, pace)
+	}
+	switch drop {
+	case dropNone:
+		n.st.txPackets.Add(1)
+		q.sentA.Add(1)
 	case dropTooLong:
 		n.st.txTooLong.Add(1)
 	case dropDMA:
 		n.st.txDMAFaults.Add(1)
 	case dropBadContext:
 		n.st.txBadContext.Add(1)
-	default:
-		if f.tse {
-			if n.sendTSO(q, peer, pace) {
-				n.st.txPackets.Add(1)
-			} else {
-				n.st.txBadContext.Add(1)
-			}
-			break
-		}
-		out := f.buf[:f.n]
-		if f.popts != 0 && (!f.haveCtx || !txChecksums(out, &f.ctx, f.popts, false)) {
-			n.st.txBadContext.Add(1)
-			break
-		}
-		if f.vle && len(out) >= 12 {
-			out = insertVLAN(f.buf, f.n, f.vlan)
-		}
-		n.st.txPackets.Add(1)
-		n.wire(out, peer, pace)
+	}
+	if drop != dropNone {
+		q.droppedA.Add(1)
 	}
 	f.reset()
+}
+
+// sendTx puts the gathered packet on the wire: offloads, VLAN tag, TSO.
+func (n *NIC) sendTx(q *devTxq, peer *endpointBox, pace *pacer) dropReason {
+	f := &q.tx
+	if f.tse {
+		if !n.sendTSO(q, peer, pace) {
+			return dropBadContext
+		}
+		return dropNone
+	}
+	out := f.buf[:f.n]
+	if f.popts != 0 && (!f.haveCtx || !txChecksums(out, &f.ctx, f.popts, false)) {
+		return dropBadContext
+	}
+	if f.vle && len(out) >= 12 {
+		out = insertVLAN(f.buf, f.n, f.vlan)
+	}
+	n.wire(out, peer, pace)
+	return dropNone
 }
 
 // wire puts a finished frame on the wire.

@@ -55,6 +55,16 @@ type DriverStats struct {
 	RxBadFrames uint64
 }
 
+// QueueStats returns TX queue q's share of TxEncapped and TxAbandoned
+// (the other fields are per driver). ErrConfig for a queue it does not
+// have.
+func (d *Driver) QueueStats(q int) (DriverStats, error) {
+	if q < 0 || q >= len(d.tx) {
+		return DriverStats{}, &ConfigError{Field: "queue", Value: q, Reason: "no such queue"}
+	}
+	return DriverStats{TxEncapped: d.tx[q].encappedA.Load(), TxAbandoned: d.tx[q].abandonedA.Load()}, nil
+}
+
 // Stats returns the driver's counters. TxEncapped is published at each
 // doorbell and at Stop.
 func (d *Driver) Stats() DriverStats {
