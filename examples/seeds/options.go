@@ -45,11 +45,11 @@ type Options struct {
 	Args    []string // the arguments as given
 }
 
-// Defaults: a full run takes about 1.5 minutes on 2 cores; -quick about
+// Defaults: a full run takes 1.5–2 minutes on 2 cores; -quick about
 // 10 seconds (plus building).
 const (
-	defaultRounds = 5
-	defaultWindow = 200 * time.Millisecond
+	defaultRounds = 7
+	defaultWindow = 150 * time.Millisecond
 	quickWindow   = 20 * time.Millisecond
 )
 
