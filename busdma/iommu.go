@@ -26,12 +26,6 @@ type IOMMUConfig struct {
 	// so the cost is CPU time, not wall time: a preempted spin takes longer
 	// but burns no more.
 	MapTime, UnmapTime time.Duration
-	// MapCost and UnmapCost are the former knob: busy-work units (one
-	// xorshift step each) per iommu_map and iommu_unmap, used only when
-	// MapTime (UnmapTime) is 0.
-	//
-	// Deprecated: use MapTime and UnmapTime.
-	MapCost, UnmapCost int
 	// MaxFaults bounds the fault log kept by Faults (the counter keeps
 	// counting); default 1024.
 	MaxFaults int
@@ -110,8 +104,6 @@ func NewIOMMUSpace(cfg IOMMUConfig) (*IOMMUSpace, error) {
 		return nil, bad("MapTime", uint64(min(cfg.MapTime, cfg.UnmapTime)), "negative")
 	case cfg.MapTime > time.Second || cfg.UnmapTime > time.Second:
 		return nil, bad("MapTime", uint64(max(cfg.MapTime, cfg.UnmapTime)), "more than a second per operation")
-	case cfg.MapCost < 0 || cfg.UnmapCost < 0:
-		return nil, bad("MapCost", uint64(min(cfg.MapCost, cfg.UnmapCost)), "negative")
 	case cfg.MaxFaults < 0:
 		return nil, bad("MaxFaults", uint64(cfg.MaxFaults), "negative")
 	}

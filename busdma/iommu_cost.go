@@ -73,14 +73,7 @@ type iommuCost struct {
 }
 
 func newIOMMUCost(cfg IOMMUConfig) iommuCost {
-	c := iommuCost{mapSteps: spinStepsFor(cfg.MapTime), unmapSteps: spinStepsFor(cfg.UnmapTime)}
-	if cfg.MapTime == 0 {
-		c.mapSteps = cfg.MapCost
-	}
-	if cfg.UnmapTime == 0 {
-		c.unmapSteps = cfg.UnmapCost
-	}
-	return c
+	return iommuCost{mapSteps: spinStepsFor(cfg.MapTime), unmapSteps: spinStepsFor(cfg.UnmapTime)}
 }
 
 // spinSink keeps the spin's result alive; the store practically never

@@ -16,9 +16,9 @@ func TestSpinStepsScaleWithTime(t *testing.T) {
 }
 
 func TestIOMMUCostPrecedence(t *testing.T) {
-	c := newIOMMUCost(IOMMUConfig{MapTime: time.Microsecond, MapCost: 5, UnmapCost: 7})
-	if c.mapSteps != spinStepsFor(time.Microsecond) || c.unmapSteps != 7 {
-		t.Fatalf("%+v: MapTime wins over MapCost; UnmapCost applies while UnmapTime is 0", c)
+	c := newIOMMUCost(IOMMUConfig{MapTime: time.Microsecond, UnmapTime: 2 * time.Microsecond})
+	if c.mapSteps != spinStepsFor(time.Microsecond) || c.unmapSteps != spinStepsFor(2*time.Microsecond) {
+		t.Fatalf("%+v: the steps follow MapTime and UnmapTime", c)
 	}
 	if c := newIOMMUCost(IOMMUConfig{}); c.mapSteps != 0 || c.unmapSteps != 0 {
 		t.Fatalf("zero config costs %+v", c)

@@ -117,7 +117,7 @@ func TestNewSimSpaceBadConfig(t *testing.T) {
 	}
 	iommuBad := []busdma.IOMMUConfig{
 		{IOVASize: -1}, {IOVABase: 0x123},
-		{IOVABase: busdma.MaxAddr &^ 0xFFF}, {MapCost: -1}, {MaxFaults: -3},
+		{IOVABase: busdma.MaxAddr &^ 0xFFF}, {MaxFaults: -3},
 		{Sim: busdma.SimConfig{Size: math.MaxInt}},
 	}
 	if math.MaxInt>>40 != 0 {

@@ -197,13 +197,6 @@ func (f *fakeNIC) Stop(ctx *iflib.Context) {
 func (f *fakeNIC) IntrEnable(*iflib.Context)   {}
 func (f *fakeNIC) IntrDisable(*iflib.Context)  {}
 func (f *fakeNIC) Detach(*iflib.Context) error { return nil }
-func (f *fakeNIC) setLink(up bool, ctx *iflib.Context) {
-	if up {
-		ctx.LinkStateChange(iflib.LinkStateUp, 1e9)
-	} else {
-		ctx.LinkStateChange(iflib.LinkStateDown, 0)
-	}
-}
 
 // TX.
 

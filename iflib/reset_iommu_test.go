@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
-	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -23,9 +23,8 @@ import (
 func TestRxResetUnderIOMMUNoStaleDescriptors(t *testing.T) {
 	for _, inject := range []string{"length", "slot"} {
 		t.Run(inject, func(t *testing.T) {
-			space, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 32 << 20, ContigSize: 1 << 20}})
-			require.NoError(t, err)
-			nic, err := simnic.New(space, simnic.Config{NRxd: 64, NTxd: 64, Checker: busdmatest.NewChecker(t)})
+			env := simnictest.NewEnv(t, simnictest.EnvOptions{IOMMU: true, Sim: busdma.SimConfig{Size: 32 << 20, ContigSize: 1 << 20}})
+			nic, err := env.NewNIC(simnic.Config{NRxd: 64, NTxd: 64})
 			require.NoError(t, err)
 			nic.SetPeer(&simnic.Sink{})
 			var mu sync.Mutex
@@ -44,7 +43,7 @@ func TestRxResetUnderIOMMUNoStaleDescriptors(t *testing.T) {
 					p.Free()
 				}
 			}
-			drv, err := nic.Attach(iflib.Attachment{Input: input, Config: iflib.Config{RxZoneSize: 512}})
+			drv, err := env.Attach(nic, iflib.Attachment{Input: input, Config: iflib.Config{RxZoneSize: 512}})
 			require.NoError(t, err)
 			ctx := drv.Context()
 			require.NoError(t, ctx.Init())
@@ -82,8 +81,8 @@ func TestRxResetUnderIOMMUNoStaleDescriptors(t *testing.T) {
 			mu.Lock()
 			require.Zero(t, bad, "corrupted or duplicated frames reached the stack")
 			mu.Unlock()
-			require.Zero(t, space.Stats().Faults, "IOMMU faults after resets")
-			require.NoError(t, drv.Teardown())
+			require.Zero(t, env.IOMMU.Stats().Faults, "IOMMU faults after resets")
+			require.NoError(t, env.Close()) // also fails on any checker report or IOMMU fault
 		})
 	}
 }
