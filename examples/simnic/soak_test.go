@@ -97,7 +97,7 @@ func soakTx(seed uint64, flow, seq uint32) txKind {
 	case r < 6: // TSO: the TCP sequence number says which packet and where
 		k.spec.Proto, k.spec.IPID = simnictest.ProtoTCP, 0xc000
 		k.spec.TCPSeq = seq << 20
-		k.spec.Len = k.spec.Header() + 1 + int(x>>12%24000)
+		k.spec.Len = k.spec.Header() + simnictest.StampLen + int(x>>12%24000)
 		k.tso = []int{536, 1448, 4000}[x>>40%3]
 		k.nseg = (k.spec.Len + 2047) / 2048
 		k.spec.Seed = true
