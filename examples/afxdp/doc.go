@@ -22,10 +22,21 @@
 // XSKMAP; it is attached (native or generic mode, as a bpf_link) at Init
 // and removed at Stop, Detach and on every error path.
 //
+// A doorbell (ift_txd_flush) is a system call here, not an MMIO write: in
+// copy mode the kernel transmits only inside sendto. So the driver kicks
+// the kernel at once for a doorbell that covers several descriptors (a
+// TransmitBatch run in simple mode, a deferral tier of the mp_ring drain)
+// and leaves the kick of a single-descriptor doorbell (iflib rings after
+// every packet while few descriptors are in use) to the queue's TX task,
+// which kicks whatever is waiting when it runs.
+//
 // The package also carries the test rig (Rig: veth pairs in a private
 // network namespace, raw sockets on the peer ends), a hand-written AF_XDP
-// forwarding loop over the same rings without iflib (the baseline), and
-// RunForward, which measures both side by side.
+// forwarding loop over the same rings without iflib (the baseline: same
+// ring sizes, burst, kick and wakeup policy), and RunForward, which
+// measures iflib's forwarders (TransmitBatch from the input callback, in
+// mp_ring and simple_tx mode) beside it, with the CPU time and the system
+// calls each spends per frame.
 //
 // Limits: receive is single-buffer (the MTU must fit in one frame after
 // XDP_PACKET_HEADROOM; iflib's if_rxd_frag has no per-fragment offset, and

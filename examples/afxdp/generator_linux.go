@@ -3,6 +3,7 @@ package afxdp
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,7 @@ type generator struct {
 	stop atomic.Bool
 	done chan struct{}
 	sent atomic.Uint64
+	tid  atomic.Int32 // the loop's OS thread (it is locked to it)
 }
 
 func startGenerator(ns netNS, ifindex int, frame []byte) (*generator, error) {
@@ -53,6 +55,7 @@ func (g *generator) loop(flen uint32) {
 	defer close(g.done)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	g.tid.Store(int32(unix.Gettid()))
 	s := g.s
 	next := uint32(0) // next frame index to send
 	free := g.n       // frames not on the TX ring or in flight
@@ -80,6 +83,27 @@ func (g *generator) loop(flen uint32) {
 			}
 		}
 	}
+}
+
+// cpuTime is the CPU time of the generator's thread so far
+// (clock_gettime on the thread's CPU clock), 0 before the loop started.
+func (g *generator) cpuTime() time.Duration {
+	return threadCPUTime(int(g.tid.Load()))
+}
+
+// threadCPUTime reads the CPU clock of a thread of this process:
+// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) of the kernel's
+// posix-cpu-timers, what pthread_getcpuclockid returns.
+func threadCPUTime(tid int) time.Duration {
+	if tid <= 0 {
+		return 0
+	}
+	const cpuclockSched, cpuclockPerThread = 2, 4
+	var ts unix.Timespec
+	if unix.ClockGettime(int32(^tid<<3|cpuclockPerThread|cpuclockSched), &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 func (g *generator) close() {

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -16,56 +17,62 @@ import (
 //	RX ring of "in" ─▶ (rewrite the destination MAC) ─▶ TX ring of "out" ─▶ sendto
 //	completion ring of "out" ─▶ fill ring of "in"
 //
-// by UMEM offset, in bursts of up to handBurst, with one index update per
-// burst and ring. It has no packet objects, no busdma maps, no software
-// queue and no per-packet bookkeeping: the cost floor of the rings.
+// by UMEM offset, in bursts of up to burst frames, with one index update
+// per burst and ring and one kick per burst. It has no packet objects, no
+// busdma maps, no software queue and no per-packet bookkeeping: the cost
+// floor of the rings.
+//
+// What it shares with the iflib forwarder, so that the comparison is of
+// the software alone: the generator, the veth pairs, the XDP program, the
+// rings' sizes (fill 2×nrxd, RX nrxd, TX 2×ntxd, completion ntxd, as
+// Driver makes them), the frames in circulation (nrxd + ntxd: iflib posts
+// nrxd-1 and keeps up to ntxd-2 on the TX ring), the burst (iflib's
+// rx_budget), the kick (sendto when the kernel asks, after each burst) and
+// the wakeup (poll(2) on the RX socket when there is nothing to do).
 type handForwarder struct {
-	u        *UMEM
-	in, out  *xsk
-	prog     *xdpRedirect
-	dst      [6]byte
-	stop     atomic.Bool
-	done     chan struct{}
-	started  bool
-	fwd      atomic.Uint64 // frames put on the TX ring
-	kicks    atomic.Uint64
-	idlePoll atomic.Uint64
+	u       *UMEM
+	in, out *xsk
+	prog    *xdpRedirect
+	dst     [6]byte
+	burst   uint32
+	stop    atomic.Bool
+	done    chan struct{}
+	started bool
+	fwd     atomic.Uint64 // frames put on the TX ring
+	kicks   atomic.Uint64 // sendto(2) calls
+	polls   atomic.Uint64 // poll(2) calls
 }
 
-// handBurst is the loop's batch: the kernel's own RX batch in xsk (the
-// 64 of NAPI_POLL_WEIGHT).
-const handBurst = 64
-
-// startHand binds in (RX) and out (TX) on their queue 0, attaches the
-// redirect program to in, posts every UMEM frame to in's fill ring and
-// starts the loop. Frames are the UMEM's, all of them.
-func startHand(ns netNS, u *UMEM, inIdx, outIdx int, mode XDPMode, nrxd, ntxd int, dst net.HardwareAddr) (*handForwarder, error) {
-	h := &handForwarder{u: u, done: make(chan struct{})}
+// startHand maps a UMEM of nrxd+ntxd frames, binds in (RX) and out (TX) on
+// their queue 0, attaches the redirect program to in, posts every frame to
+// in's fill ring and starts the loop.
+func startHand(ns netNS, inIdx, outIdx int, mode XDPMode, nrxd, ntxd, burst int, dst net.HardwareAddr) (*handForwarder, error) {
+	u, err := NewUMEM(UMEMConfig{Frames: nrxd + ntxd})
+	if err != nil {
+		return nil, err
+	}
+	h := &handForwarder{u: u, done: make(chan struct{}), burst: uint32(burst)}
 	copy(h.dst[:], dst)
-	frames := uint32(u.Frames())
 	ok := false
 	defer func() {
 		if !ok {
-			h.close()
+			_ = h.close()
 		}
 	}()
-	var err error
 	if h.prog, err = loadRedirect(1); err != nil {
 		return nil, err
 	}
-	fill := uint32(1)
-	for fill < 2*frames {
-		fill <<= 1
-	}
+	rx, tx := uint32(nrxd), uint32(ntxd)
 	err = ns.do(func() error {
 		var err error
-		if h.in, err = newSocket(u, ringSizes{fill: fill, comp: 64, rx: uint32(nrxd)}); err != nil {
+		// The rings a side does not use stay at the minimum.
+		if h.in, err = newSocket(u, ringSizes{fill: 2 * rx, comp: MinRingSize, rx: rx}); err != nil {
 			return err
 		}
 		if err := h.in.bind(inIdx, 0, BindCopy, nil); err != nil {
 			return err
 		}
-		if h.out, err = newSocket(u, ringSizes{fill: 64, comp: fill, tx: uint32(ntxd)}); err != nil {
+		if h.out, err = newSocket(u, ringSizes{fill: MinRingSize, comp: tx, tx: 2 * tx}); err != nil {
 			return err
 		}
 		if err := h.out.bind(outIdx, 0, BindCopy, nil); err != nil {
@@ -79,6 +86,9 @@ func startHand(ns netNS, u *UMEM, inIdx, outIdx int, mode XDPMode, nrxd, ntxd in
 	if err != nil {
 		return nil, err
 	}
+	// nrxd+ntxd frames fit the fill ring (2×nrxd) when ntxd <= nrxd; the
+	// rest wait on the completion side's free count below.
+	frames := min(uint32(u.Frames()), h.in.fill.free(uint32(u.Frames())))
 	for i := uint32(0); i < frames; i++ {
 		*h.in.fill.addr(h.in.fill.cachedProd) = uint64(i) << u.frameShift
 		h.in.fill.cachedProd++
@@ -100,11 +110,9 @@ func (h *handForwarder) loop() {
 	fds := []unix.PollFd{{Fd: int32(in.fd), Events: unix.POLLIN}}
 	for !h.stop.Load() {
 		// RX → TX.
-		n := min(in.rx.peekAvail(), handBurst)
+		n := min(in.rx.peekAvail(), h.burst)
 		if n > 0 {
-			if f := out.tx.free(n); f < n {
-				n = f
-			}
+			n = min(n, out.tx.free(n))
 			for i := uint32(0); i < n; i++ {
 				d := in.rx.desc(in.rx.cachedCons + i)
 				copy(mem[d.Addr:d.Addr+6], h.dst[:])
@@ -116,10 +124,12 @@ func (h *handForwarder) loop() {
 			out.tx.cachedProd += n
 			out.tx.publish()
 			h.fwd.Add(uint64(n))
-			if out.tx.needWakeup() {
-				h.kicks.Add(1)
-				_ = out.kickTx()
-			}
+		}
+		// One kick per burst, and one for what an earlier kick left
+		// (the kernel's budget, back-pressure) before going idle.
+		if out.tx.needWakeup() && out.tx.pending() > 0 {
+			h.kicks.Add(1)
+			_ = out.kickTx()
 		}
 		// Completions → fill.
 		m := out.comp.peekAvail()
@@ -136,19 +146,22 @@ func (h *handForwarder) loop() {
 				in.kickRx()
 			}
 		}
-		if n == 0 && m == 0 {
-			if out.tx.pending() > 0 {
-				h.kicks.Add(1)
-				_ = out.kickTx()
-				continue
-			}
-			h.idlePoll.Add(1)
+		if n == 0 && m == 0 && out.tx.pending() == 0 {
+			h.polls.Add(1)
 			_, _ = unix.Poll(fds, 1)
 		}
 	}
 }
 
-// close stops the loop and removes the program and the sockets.
+func (h *handForwarder) counts() FwdCounts {
+	c := FwdCounts{TxKicks: h.kicks.Load(), Polls: h.polls.Load()}
+	if st, err := h.in.stats(); err == nil {
+		c.RxRingFull, c.FillRingEmpty = st.Rx_ring_full, st.Rx_fill_ring_empty_descs
+	}
+	return c
+}
+
+// close stops the loop and removes the program, the sockets and the UMEM.
 func (h *handForwarder) close() error {
 	if h.started {
 		h.started = false
@@ -164,6 +177,7 @@ func (h *handForwarder) close() error {
 			s.close()
 		}
 	}
+	err = errors.Join(err, h.u.Close())
 	if err != nil {
 		return fmt.Errorf("afxdp: hand forwarder: %w", err)
 	}

@@ -117,3 +117,95 @@ func TestTxRefused(t *testing.T) {
 	assert.Equal(t, txz.Size(), txz.Available())
 	assert.Equal(t, foreign.Size(), foreign.Available())
 }
+
+// TestTxKicks: the TX kick follows what a doorbell covers. A TransmitBatch
+// run in simple mode rings one doorbell for the run, and the driver kicks
+// the kernel once for it (one sendto per batch, none left to the TX task).
+// Per-packet doorbells (Transmit in simple mode; the mp_ring drain at low
+// ring occupancy) are one descriptor each: the driver leaves their kick to
+// the TX task instead of making a system call per packet, and every frame
+// still reaches the peer.
+func TestTxKicks(t *testing.T) {
+	needAFXDP(t)
+	const batches, per = 20, 16
+	for _, tc := range []struct {
+		name  string
+		mode  iflib.TxMode
+		batch bool
+	}{
+		{"simple/batch", iflib.TxModeSimple, true},
+		{"simple/single", iflib.TxModeSimple, false},
+		{"mpring/batch", iflib.TxModeMPRing, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := newRig(t, RigConfig{})
+			p := rig.Pairs[0]
+			u, err := NewUMEM(UMEMConfig{Frames: 2048})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, u.Close()) }()
+			txz, err := u.NewZone("tx", 256)
+			require.NoError(t, err)
+			d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 64, NTxd: 256, Checker: checker(t)},
+				iflib.Attachment{Config: iflib.Config{TxMode: tc.mode, RxZoneSize: 256}})
+			require.NoError(t, err)
+			ctx := d.Context()
+			require.NoError(t, ctx.Init())
+			require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
+			raw, err := rig.OpenRaw(p.B)
+			require.NoError(t, err)
+			defer raw.Close()
+
+			buf := make([]byte, 64)
+			rbuf := make([]byte, 2048)
+			pkts := make([]*iflib.Packet, per)
+			got := 0
+			before := d.Stats()
+			for b := 0; b < batches; b++ {
+				for i := range pkts {
+					m, err := txz.Get()
+					require.NoError(t, err)
+					m.Append(TestFrame(buf, 60, p.BMAC, p.AMAC, uint64(b*per+i)))
+					pkts[i] = m
+				}
+				if tc.batch {
+					n, err := ctx.TransmitBatch(pkts)
+					require.NoError(t, err)
+					require.Equal(t, per, n)
+				} else {
+					for _, m := range pkts {
+						require.NoError(t, ctx.Transmit(m))
+					}
+				}
+				// The whole batch reaches the peer before the next is sent.
+				for want := (b + 1) * per; got < want; got++ {
+					n, err := raw.Recv(rbuf, 2*time.Second)
+					require.NoError(t, err)
+					require.NotZero(t, n, "frame %d never arrived (driver %+v)", got, d.Stats())
+					seq, ok := FrameSeq(rbuf[:n])
+					require.True(t, ok)
+					require.Equal(t, uint64(got), seq)
+				}
+			}
+			st := d.Stats()
+			kicks, deferred := st.TxKicks-before.TxKicks, st.DeferredKicks-before.DeferredKicks
+			t.Logf("%d frames: %d doorbells, %d kicks, %d deferred to the TX task", batches*per, st.Doorbells-before.Doorbells, kicks, deferred)
+			switch tc.name {
+			case "simple/batch":
+				assert.Equal(t, uint64(batches), st.Doorbells-before.Doorbells, "one doorbell per TransmitBatch run")
+				assert.Equal(t, uint64(batches), kicks, "one sendto per batch")
+				assert.Zero(t, deferred)
+			case "simple/single":
+				assert.Equal(t, uint64(batches*per), st.Doorbells-before.Doorbells, "a doorbell per packet")
+				assert.NotZero(t, deferred, "single-descriptor doorbells are left to the TX task")
+				assert.Less(t, kicks, uint64(batches*per), "not a sendto per packet")
+			default:
+				// iflib_txd_db_check rings per packet at low occupancy; should
+				// it ring once per drain instead, the batch is kicked at once.
+				assert.NotZero(t, kicks+deferred)
+			}
+			require.NoError(t, ctx.Detach())
+			assert.Zero(t, d.Stats().TxInvalidDescs)
+			assert.Equal(t, txz.Size(), txz.Available())
+		})
+	}
+}

@@ -58,13 +58,20 @@ func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 // mode, where it transmits only inside the syscall), make sure it is kicked
 // with sendto.
 //
-// The kick is coalesced: iflib rings the doorbell after every packet while
-// few descriptors are in use (txq_max_db_deferred), which suits an MMIO
-// write, but here a doorbell is a system call. So TxdFlush kicks at once
-// only when kickBatch descriptors are waiting; otherwise it schedules the
-// queue's TX task (iflib_fast_intr), whose IFDI_TX_QUEUE_INTR_ENABLE kicks
-// whatever is waiting then. Under load that is one sendto per kickBatch
-// frames; when the sender pauses the task runs at once.
+// A doorbell is an MMIO write on a NIC but a system call here, so the kick
+// follows what the doorbell covers:
+//
+//   - several descriptors (iflib deferred the doorbell itself: the end of a
+//     TransmitBatch run in simple mode, a txq_max_db_deferred tier in the
+//     mp_ring drain) or kickBatch waiting: kick now, one sendto for the
+//     batch, as a hand-written loop kicks once per burst;
+//   - one descriptor: iflib rings after every packet while few descriptors
+//     are in use (iflib_txd_db_check), and the mp_ring drain encapsulates up
+//     to TX_BATCH_SIZE packets in a row, so a kick here would be a system
+//     call per packet. The kick is left to the queue's TX task
+//     (iflib_fast_intr), whose IFDI_TX_QUEUE_INTR_ENABLE kicks whatever is
+//     waiting by then: under load one sendto per kickBatch frames or per
+//     task run, when the sender pauses at once.
 func (d *Driver) TxdFlush(qid int, pidx int) {
 	q := d.q[qid]
 	s := q.s
@@ -74,12 +81,13 @@ func (d *Driver) TxdFlush(qid int, pidx int) {
 	if d.bus.Checker() != nil {
 		q.checkTx()
 	}
+	n := s.tx.cachedProd - s.tx.producer.Load() // descriptors this doorbell hands over
 	s.tx.publish()
 	q.st.doorbells.Add(1)
 	if s.wakeup && !s.tx.needWakeup() {
 		return // a zero-copy driver is already polling the ring
 	}
-	if s.tx.pending() >= kickBatch {
+	if n > 1 || s.tx.pending() >= kickBatch {
 		q.kickTxLoop()
 	} else if q.kickDeferred.CompareAndSwap(false, true) {
 		q.st.deferredKicks.Add(1)
@@ -89,7 +97,8 @@ func (d *Driver) TxdFlush(qid int, pidx int) {
 
 // kickBatch is the kernel's TX batch in copy mode (TX_BATCH_SIZE, 32, in
 // net/xdp/xsk.c: the frames one sendto sends without
-// XDP_MAX_TX_SKB_BUDGET).
+// XDP_MAX_TX_SKB_BUDGET): descriptors that make a kick worth its system
+// call even when they came one doorbell at a time.
 const kickBatch = 32
 
 // TxdCreditsUpdate is ift_txd_credits_update: completion-ring entries are
