@@ -32,7 +32,7 @@ import (
 //
 // Medians of interleaved rounds (the machine is shared):
 //
-//	for i in 1 2 3 4 5; do go test -run '^$' -bench XDPForward -benchtime 1000000x -count 1 ./examples/afxdp/; done | tee fwd.txt
+//	for i in 1 2 3 4 5 6 7; do go test -run '^$' -bench XDPForward -benchtime 1000000x -count 1 ./examples/afxdp/; done | tee fwd.txt
 //	benchstat -col /fw fwd.txt
 func BenchmarkXDPForward(b *testing.B) {
 	needAFXDP(b)
