@@ -297,3 +297,24 @@ func TestOwnDropReportedEveryMode(t *testing.T) {
 		})
 	}
 }
+
+// A drain pass at the lowest deferral tier rings the doorbell once, at its
+// end, not once per packet: 20 batches of 16 through the mp_ring are 20
+// doorbells.
+func TestOneDoorbellPerDrainPass(t *testing.T) {
+	f := newFake(t, fakeOpts{})
+	z := f.zone(iflib.MCLBytes, 1024)
+	require.NoError(t, f.ctx.Init())
+	batch := make([]*iflib.Packet, 16)
+	for b := 0; b < 20; b++ {
+		for i := range batch {
+			batch[i] = pkt(t, z, 60, byte(i))
+		}
+		n, err := f.ctx.TransmitBatch(batch)
+		require.NoError(t, err)
+		require.Equal(t, 16, n)
+		eventually(t, "the batch sent", func() bool { return len(f.sent()) == 16*(b+1) })
+	}
+	require.Equal(t, uint64(20), txStats(t, f.ctx).Doorbells)
+	f.close(z)
+}

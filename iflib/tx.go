@@ -525,8 +525,18 @@ func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 		consumed++
 		encapped++
 		// iflib_txd_db_check per packet: rang says whether the last
-		// packet's check rang (FreeBSD overwrites it each time).
-		rang = q.dbCheck(false)
+		// packet's check rang (FreeBSD overwrites it each time). At the
+		// lowest deferral tier (few descriptors in use) FreeBSD rings for
+		// every packet; here the pass rings once at its end instead (as
+		// Linux drivers do with xmit_more): a pass is at most
+		// TX_BATCH_SIZE packets encapsulated back to back, so the latency
+		// is the same and a doorbell that costs a register write (or, on
+		// AF_XDP, a system call) is paid once per pass.
+		if q.maxDBDeferred(q.inUse) > 0 || q.avail() <= q.maxTxDesc() {
+			rang = q.dbCheck(false)
+		} else {
+			rang = false
+		}
 	}
 	if consumed == 0 {
 		q.st.inc(txDrainNoDesc, 1)
@@ -536,7 +546,9 @@ func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 	// timer) rings a deferred doorbell: no completion may come to ring it
 	// later. FreeBSD relies on the same laggard kick but never forces the
 	// doorbell there, so a deferred doorbell can stay pending.
-	q.dbCheck(ring || (encapped == 0 && q.dbPending > 0))
+	if !q.dbCheck(ring || (encapped == 0 && q.dbPending > 0)) && q.maxDBDeferred(q.inUse) == 0 {
+		q.dbCheck(true) // the lowest tier: ring what the pass left, once
+	}
 	return consumed
 }
 
