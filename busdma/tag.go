@@ -161,6 +161,14 @@ func (t *Tag) Device() *Device { return t.dev }
 // pages in its space.
 func (t *Tag) CouldBounce() bool { return t.couldBounce }
 
+// SyncNeeded reports whether Map.Sync on maps of t can ever do anything:
+// only when loads may bounce (a copy to or from the bounce pages) or the
+// device has a checker (its non-coherent model). Otherwise the machine is
+// coherent for t and every sync is empty (bus_dmamap_sync's fast return for
+// a map without DMAMAP_COULD_BOUNCE), so a caller on a hot path may skip the
+// call and the map it would touch.
+func (t *Tag) SyncNeeded() bool { return t.couldBounce || t.dev.chk != nil }
+
 func itoa(v uint64) string {
 	if v == 0 {
 		return "0"

@@ -126,3 +126,22 @@ func TestBounceAlignmentBeyondPage(t *testing.T) {
 	wantSegs(t, segs, seg(bounceBase, 100))
 	require.NoError(t, mw.Unload())
 }
+
+// SyncNeeded is false exactly when every sync would be empty: no bounce
+// possible for the tag and no checker on the device.
+func TestTagSyncNeeded(t *testing.T) {
+	s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
+	require.NoError(t, err)
+	plain, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "plain"})
+	require.NoError(t, err)
+	any := mustTag(t, plain.Tag(), busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
+	assert.False(t, any.SyncNeeded(), "no bounce, no checker: syncs are empty")
+	low := mustTag(t, plain.Tag(), busdma.TagConfig{LowAddr: 0xFFFF, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
+	assert.True(t, low.SyncNeeded(), "a tag that may bounce needs its syncs")
+	checked, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "checked", Checker: busdma.NewChecker()})
+	require.NoError(t, err)
+	assert.True(t, mustTag(t, checked.Tag(), busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096}).SyncNeeded(),
+		"the checker's non-coherent model needs every sync")
+	require.NoError(t, plain.Close())
+	require.NoError(t, checked.Close())
+}

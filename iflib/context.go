@@ -386,6 +386,7 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 			}
 		}
 	}
+	q.syncBufs = q.tag.SyncNeeded() || (q.tsoTag != nil && q.tsoTag.SyncNeeded())
 	switch c.cfg.TxMode {
 	case TxModeMPRing:
 		q.mpr, err = mpring.New[*Packet](MPRingSize, q.drain, q.canDrain)

@@ -149,7 +149,9 @@ func (q *txq) encap(mp **Packet) error {
 			q.st.inc(txMapFailed, 1)
 			return fail(ErrBadDriverIndex)
 		}
-		dmap.Sync(busdma.PreWrite)
+		if q.syncBufs {
+			dmap.Sync(busdma.PreWrite)
+		}
 		ndesc := pi.NewPIdx - pidx
 		if ndesc <= 0 {
 			ndesc += q.size

@@ -34,8 +34,11 @@ type freeList struct {
 	bufSize int     // ifl_buf_size
 	ring    RingMem // ifl_ifdi
 	tag     *busdma.Tag
-	zone    *Zone      // ifl_zone
-	cache   *ZoneCache // the queue's bucket in front of zone
+	// syncBufs is false when every sync of the cluster maps would be empty
+	// (busdma.Tag.SyncNeeded).
+	syncBufs bool
+	zone     *Zone      // ifl_zone
+	cache    *ZoneCache // the queue's bucket in front of zone
 
 	sdMap  []*busdma.Map    // ifsd_map
 	sdCl   []*Packet        // ifsd_cl (with the ifsd_m role, see above)
@@ -73,6 +76,7 @@ func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low 
 	if err != nil {
 		return nil, fmt.Errorf("iflib: %s: RX tag: %w", c.name, err)
 	}
+	fl.syncBufs = fl.tag.SyncNeeded()
 	if err := fl.tag.OneSegment(bufSize, min(bufSize&-bufSize, pageSize)); err != nil {
 		// Every refill would fail: refuse the configuration instead.
 		return nil, cfgErr(fmt.Sprintf("RxdBufSize[%d]", id), bufSize,
@@ -162,7 +166,9 @@ func (fl *freeList) refill(count int) int {
 		} else {
 			fl.st.inc(rxBAReuses, 1)
 		}
-		mp.Sync(busdma.PreRead)
+		if fl.syncBufs {
+			mp.Sync(busdma.PreRead)
+		}
 		fl.set(frag)
 		fl.rxdIdxs[i], fl.busAddrs[i] = uint16(frag), fl.sdBA[frag]
 		fl.credits++
@@ -253,7 +259,9 @@ func (fl *freeList) fragToSD(f RxdFrag, unload bool) *Packet {
 		}
 	}
 	mp := fl.sdMap[slot]
-	mp.Sync(busdma.PostRead)
+	if fl.syncBufs {
+		mp.Sync(busdma.PostRead)
+	}
 	p := fl.sdCl[slot]
 	if unload && f.Len != 0 {
 		_ = mp.Unload()

@@ -306,7 +306,9 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 		if c.rxFilter != nil && f0.Len != 0 {
 			// pfil_mem_in on the first buffer before anything is unloaded.
 			s := fl.sdCl[f0.Idx]
-			fl.sdMap[f0.Idx].Sync(busdma.PostRead)
+			if fl.syncBufs {
+				fl.sdMap[f0.Idx].Sync(busdma.PostRead)
+			}
 			if c.rxFilter(q.id, s.cl[ri.Pad:ri.Pad+int(f0.Len)]) {
 				q.st.inc(rxFiltered, 1)
 				consumed, filtered = true, true

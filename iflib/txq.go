@@ -52,8 +52,11 @@ type txq struct {
 	tsoTag *busdma.Tag   // ift_tso_buf_tag (nil without TSO)
 	maps   []*busdma.Map // ifsd_map
 	tsoMap []*busdma.Map // ifsd_tso_map
-	sdM    []*Packet     // ifsd_m: the packet at its first descriptor
-	sdFl   []uint8       // the IFLIB_TSO / IFLIB_NO_TSO tag of ifsd_m
+	// syncBufs is false when every sync of the buffer maps would be empty
+	// (busdma.Tag.SyncNeeded): the hot paths then skip the calls.
+	syncBufs bool
+	sdM      []*Packet // ifsd_m: the packet at its first descriptor
+	sdFl     []uint8   // the IFLIB_TSO / IFLIB_NO_TSO tag of ifsd_m
 
 	mu sync.Mutex // ift_mtx in simple mode (drbr mode uses the DRBR's lock)
 
@@ -278,7 +281,9 @@ func (q *txq) unloadSlot(i int) {
 	if q.sdFl[i] == sdTSO {
 		mp = q.tsoMap[i]
 	}
-	mp.Sync(busdma.PostWrite)
+	if q.syncBufs {
+		mp.Sync(busdma.PostWrite)
+	}
 	_ = mp.Unload()
 	q.sdM[i], q.sdFl[i] = nil, 0
 }
