@@ -626,38 +626,3 @@ func (d *Driver) RxdFlush(qid int, flid int, pidx int) {
 	d.nic.rxq[qid].rdt.Store(uint32(pidx)) // release: the buffer addresses
 	d.nic.wake()
 }
-
-// Teardown detaches the iflib context, then runs CheckTeardown.
-//
-// Deprecated: use the simnictest package, whose Env.Close checks this and
-// more (goroutines, checker reports, IOMMU faults).
-func (d *Driver) Teardown(zones ...*iflib.Zone) error {
-	if err := d.ctx.Detach(); err != nil {
-		return err
-	}
-	return d.CheckTeardown(zones...)
-}
-
-// CheckTeardown checks the books after detach: no map still loaded on the
-// NIC's bus and every packet back in the zones given (e.g. the senders');
-// then it closes the bus device (which reports any map the checker still
-// tracks). The RX free lists' zones are iflib's to check, in Detach. It
-// returns every problem found, joined. When packets cross NICs
-// (forwarding), detach all of them before checking any.
-//
-// Deprecated: use the simnictest package.
-func (d *Driver) CheckTeardown(zones ...*iflib.Zone) error {
-	var errs []error
-	if n := d.nic.bus.LoadedMaps(); n != 0 {
-		errs = append(errs, fmt.Errorf("simnic: %s: %d maps loaded after detach", d.nic.bus.Name(), n))
-	}
-	for _, z := range zones {
-		if a, s := z.Available(), z.Size(); a != s {
-			errs = append(errs, fmt.Errorf("simnic: zone %s: %d of %d packets back", z.Name(), a, s))
-		}
-	}
-	if err := d.nic.bus.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
