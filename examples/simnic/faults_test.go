@@ -141,7 +141,7 @@ func TestTxCompletionModes(t *testing.T) {
 				t.Run(name+"/"+wb.name+"/"+mode.String(), func(t *testing.T) {
 					nc := simnic.Config{NTxd: 64, NRxd: 64, TxSegs: 5, TxCompletion: tc, WBThresh: wb.thresh, WBDelay: wb.delay, LineRate: 3e9}
 					r, rec := faultRig(t, nc, iflib.Config{TxMode: mode}, nil, nil)
-					tt := runTx(t, r, rec, 2, 120, cycleSizes(60, 1514, 300, 2500, 127, 4000), 5)
+					tt := runTx(t, r, rec, 2, 80, cycleSizes(60, 1514, 300, 2500, 127, 4000), 5)
 					if tt.resets == 0 && tt.arrived != tt.accepted {
 						t.Fatalf("frames lost without a reset: %v", tt)
 					}

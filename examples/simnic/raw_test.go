@@ -119,7 +119,7 @@ func forwardAndCheck(t *testing.T, r *rawRig, n int, sizes []int) {
 
 func TestRawForwardIntact(t *testing.T) {
 	n := 4000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 1000
 	}
 	for _, tc := range []struct {

@@ -58,7 +58,10 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			r, rec := newRig(t, simnictest.Options{Config: iflib.Config{TxMode: mode}}, true)
 			rng := rand.New(rand.NewPCG(1, uint64(mode)))
-			const n = 1500
+			n := 1500
+			if raceEnabled {
+				n = 600
+			}
 			var want [][]byte
 			for i := 0; i < n; i++ {
 				data := make([]byte, 60+rng.IntN(1440))

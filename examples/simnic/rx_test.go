@@ -57,7 +57,10 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recvRecorder{}
 			r, _ := newRig(t, simnictest.Options{Input: rec.input}, false)
-			const n = 1500
+			n := 1500
+			if raceEnabled {
+				n = 600
+			}
 			var want [][]byte
 			for i := 0; i < n; i++ {
 				f := frameOf(tc.sizes[i%len(tc.sizes)], uint32(i))
