@@ -26,6 +26,13 @@
 //
 // [New] is the common case: one NIC attached to iflib, initialised, its
 // wire ending in a [simnic.Sink], and a TX packet zone.
+//
+// For seeded tests, [Seed] reads SIMNIC_SEED (or draws a seed) and, when
+// the test fails, prints the seed and the command that replays it. For
+// traffic, [FrameSpec] builds Ethernet/IPv4/UDP or TCP frames stamped with
+// a (flow, seq) and a payload derived from it, with valid checksums or
+// seeded for checksum offload, and [Parse] and [VerifyCsum] check what
+// arrives; [Recorder] keeps what reaches a wire.
 package simnictest
 
 import (
