@@ -242,7 +242,11 @@ func TestTxWatchdogResetsHungQueue(t *testing.T) {
 			f.mu.Lock()
 			f.hold = true
 			f.mu.Unlock()
-			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 1)))
+			// Several packets, so that a completion report was requested
+			// (a tail without one is never reported and is not "hung").
+			for i := 0; i < 5; i++ {
+				require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
+			}
 			eventually(t, "a watchdog reset", func() bool { return f.ctx.WatchdogEvents() >= 1 && f.ctx.Resets() >= 1 })
 			st, _ := f.ctx.TxQueueStats(0)
 			require.GreaterOrEqual(t, st.WatchdogTimeouts, uint64(1))

@@ -197,6 +197,12 @@ func (q *rxq) rxeof(budget int) int {
 		q.st.inc(rxHeld, 1)
 		return rxeofHeld
 	}
+	if q.errHeld {
+		// The driver failed on the packet at cidx and left it: nothing can
+		// be read until the reset the admin task is doing. Reading it again
+		// would count the same bad frame again.
+		return 0
+	}
 	fl0 := q.fls[0]
 	avail := q.rxdAvail(fl0.cidx, budget)
 	if avail == 0 {

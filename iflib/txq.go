@@ -96,7 +96,7 @@ type txq struct {
 	st counters[txCounter]
 	// Mirrors of the consumer's state for concurrent readers (the sysctl
 	// tree, can_drain, the watchdog), stored once per pass (publish).
-	pidxA, cidxA, inUseA, dbPendingA atomic.Int64
+	pidxA, cidxA, inUseA, dbPendingA, rsPendingA atomic.Int64
 	processedA, cleanedA             atomic.Uint64
 }
 
@@ -311,15 +311,20 @@ func (q *txq) publish() {
 	q.cidxA.Store(int64(q.cidx))
 	q.inUseA.Store(int64(q.inUse))
 	q.dbPendingA.Store(int64(q.dbPending))
+	q.rsPendingA.Store(int64(q.rsPending))
 	q.processedA.Store(uint64(q.processed))
 	q.cleanedA.Store(uint64(q.cleaned))
 }
 
 // hwBusy reports, from the mirrors, whether descriptors were handed to the
-// device (doorbell rung) and not yet reported complete.
+// device (doorbell rung) that it should have reported complete by now:
+// outstanding descriptors beyond those after the last report requested
+// (rs_pending: a device reports completion only at an RS descriptor, so
+// the tail of an idle ring is never reported), the newer watchdog's
+// "outstanding > rs_pending".
 func (q *txq) hwBusy() bool {
 	outstanding := q.inUseA.Load() - int64(q.processedA.Load()-q.cleanedA.Load())
-	return outstanding-q.dbPendingA.Load() > 0
+	return outstanding-q.dbPendingA.Load()-q.rsPendingA.Load() > 0
 }
 
 // freeAll is iflib_txsd_free after the device stopped: every packet still
@@ -331,15 +336,23 @@ func (q *txq) hwBusy() bool {
 func (q *txq) freeAll() {
 	q.creditsUpdate()
 	// Descriptors cleaned..processed were reported sent; the rest were not.
-	done := q.processed - q.cleaned
-	for i, k := q.cidx, 0; k < q.getInuse(); i, k = (i+1)&q.mask, k+1 {
-		if m := q.sdM[i]; m != nil {
-			q.unloadSlot(i)
-			if k >= done {
-				q.st.inc(txStopDiscards, 1)
-			}
-			q.freePacket(m)
+	// A packet counts as sent only if its last descriptor was reported (with
+	// head write-back the report can stop inside a packet).
+	done, inUse := q.processed-q.cleaned, q.getInuse()
+	for i, k := q.cidx, 0; k < inUse; i, k = (i+1)&q.mask, k+1 {
+		m := q.sdM[i]
+		if m == nil {
+			continue
 		}
+		last := k // the packet's last descriptor: before the next packet's first
+		for j, kk := (i+1)&q.mask, k+1; kk < inUse && q.sdM[j] == nil; j, kk = (j+1)&q.mask, kk+1 {
+			last = kk
+		}
+		q.unloadSlot(i)
+		if last >= done {
+			q.st.inc(txStopDiscards, 1)
+		}
+		q.freePacket(m)
 	}
 	q.flushCaches()
 	q.ring.zero()
