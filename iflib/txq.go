@@ -97,7 +97,7 @@ type txq struct {
 	// Mirrors of the consumer's state for concurrent readers (the sysctl
 	// tree, can_drain, the watchdog), stored once per pass (publish).
 	pidxA, cidxA, inUseA, dbPendingA, rsPendingA atomic.Int64
-	processedA, cleanedA             atomic.Uint64
+	processedA, cleanedA                         atomic.Uint64
 }
 
 // errNoDesc is ENOBUFS from iflib_encap's ring-space check: the packet was
