@@ -29,35 +29,6 @@ func newRig(t testing.TB, o simnictest.Options, record bool) (*simnictest.Rig, *
 	return simnictest.New(t, o), rec
 }
 
-func fillFrame(data []byte, flow, seq uint32) {
-	for i := range data {
-		data[i] = byte(i*7 + int(seq))
-	}
-	if len(data) < 15 {
-		return
-	}
-	copy(data[0:6], []byte{2, 0, 0, 0, 0, 2})
-	copy(data[6:12], []byte{2, 0, 0, 0, 0, 1})
-	binary.BigEndian.PutUint16(data[12:14], 0x0800)
-	data[14] = 0x45
-	if len(data) >= 50 {
-		binary.BigEndian.PutUint32(data[42:46], flow)
-		binary.BigEndian.PutUint32(data[46:50], seq)
-	}
-}
-
-func waitForSim(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 func TestTransmitEveryModeByteIdentical(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -70,7 +41,7 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 			var want [][]byte
 			for i := 0; i < n; i++ {
 				data := make([]byte, 60+rng.IntN(1440))
-				fillFrame(data, 0, uint32(i))
+				simnictest.FillFrame(data, 0, uint32(i))
 				nseg := 1 + rng.IntN(4)
 				want = append(want, data)
 				for {
@@ -85,7 +56,7 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 					runtime.Gosched()
 				}
 			}
-			waitForSim(t, "all frames on the wire", func() bool { return rec.Len() >= n })
+			eventually(t, "all frames on the wire", func() bool { return rec.Len() >= n })
 			got := rec.Frames()
 			if len(got) != n {
 				t.Fatalf("got %d frames, want %d", len(got), n)
@@ -97,14 +68,6 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 			}
 		})
 	}
-}
-
-func flatten(m *iflib.Packet) []byte {
-	var b []byte
-	for p := m; p != nil; p = p.Next {
-		b = append(b, p.Bytes()...)
-	}
-	return b
 }
 
 func simnicSmall() simnic.Config { return simnic.Config{NRxd: 256, NTxd: 256} }
@@ -121,7 +84,7 @@ func (r *recvRecorder) input(_ int, pkts []*iflib.Packet) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range pkts {
-		r.got = append(r.got, flatten(m))
+		r.got = append(r.got, simnictest.Flatten(m))
 		r.bufs = append(r.bufs, m.NumBufs())
 		if m.Hdr.Len != m.ChainLen() {
 			r.got = append(r.got, nil) // makes the count check fail loudly
@@ -138,7 +101,7 @@ func (r *recvRecorder) count() int {
 
 func frameOf(size int, seq uint32) []byte {
 	b := make([]byte, size)
-	fillFrame(b, 1, seq)
+	simnictest.FillFrame(b, 1, seq)
 	if size >= 50 {
 		binary.BigEndian.PutUint32(b[46:50], seq)
 	}
@@ -165,10 +128,10 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 				f := frameOf(tc.sizes[i%len(tc.sizes)], uint32(i))
 				want = append(want, f)
 				for !r.NIC.Receive(f) {
-					waitForSim(t, "fifo room", func() bool { return true })
+					eventually(t, "fifo room", func() bool { return true })
 				}
 			}
-			waitForSim(t, "all frames received", func() bool { return rec.count() >= n })
+			eventually(t, "all frames received", func() bool { return rec.count() >= n })
 			rec.mu.Lock()
 			got := rec.got
 			rec.mu.Unlock()
@@ -191,7 +154,7 @@ func sendFrames(t *testing.T, r *simnictest.Rig, n, size int) [][]byte {
 	for i := 0; i < n; i++ {
 		f := frameOf(size, uint32(i))
 		out = append(out, f)
-		waitForSim(t, "fifo room", func() bool { return r.NIC.Receive(f) })
+		eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
 	}
 	return out
 }
@@ -207,10 +170,10 @@ func TestIOMMUSmallPacketsReuseVsNoReuse(t *testing.T) {
 			r, _ := newRig(t, simnictest.Options{Env: simnictest.EnvOptions{IOMMU: true}, Input: rec.input, NIC: simnicSmall(), Config: iflib.Config{NoRxReuse: !reuse}}, false)
 			const warm, n = 300, 1200
 			sendFrames(t, r, warm, 64)
-			waitForSim(t, "warm-up", func() bool { return rec.count() >= warm && simRxStats(r.Ctx).IPackets >= warm })
+			eventually(t, "warm-up", func() bool { return rec.count() >= warm && simRxStats(r.Ctx).IPackets >= warm })
 			before := simRxStats(r.Ctx)
 			sendFrames(t, r, n, 64)
-			waitForSim(t, "all", func() bool { return rec.count() >= warm+n && simRxStats(r.Ctx).IPackets >= warm+n })
+			eventually(t, "all", func() bool { return rec.count() >= warm+n && simRxStats(r.Ctx).IPackets >= warm+n })
 			after := simRxStats(r.Ctx)
 			loads := after.MapLoads - before.MapLoads
 			pkts := after.IPackets - before.IPackets
@@ -261,7 +224,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	waitForSim(t, "zone exhausted", func() bool { return simRxStats(r.Ctx).AllocFails > 0 })
+	eventually(t, "zone exhausted", func() bool { return simRxStats(r.Ctx).AllocFails > 0 })
 	mu.Lock()
 	hold.Store(false)
 	for _, m := range held {
@@ -269,7 +232,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 	}
 	held = nil
 	mu.Unlock()
-	waitForSim(t, "every accepted frame delivered", func() bool { return got.Load() == accepted })
+	eventually(t, "every accepted frame delivered", func() bool { return got.Load() == accepted })
 	st := simRxStats(r.Ctx)
 	if st.Watchdogs == 0 {
 		t.Fatal("the RX watchdog never armed")
@@ -289,20 +252,20 @@ func TestRxBadDescriptorsResetNotCrash(t *testing.T) {
 			rec := &recvRecorder{}
 			r, _ := newRig(t, simnictest.Options{Input: rec.input, NIC: simnicSmall()}, false)
 			sendFrames(t, r, 10, 200)
-			waitForSim(t, "first frames", func() bool { return rec.count() >= 10 })
+			eventually(t, "first frames", func() bool { return rec.count() >= 10 })
 			if inject == "length" {
 				r.NIC.InjectRxBadLength()
 			} else {
 				r.NIC.InjectRxBadSlot()
 			}
 			sendFrames(t, r, 1, 200)
-			waitForSim(t, "reset", func() bool { return r.Ctx.Resets() >= 1 })
+			eventually(t, "reset", func() bool { return r.Ctx.Resets() >= 1 })
 			if e := simRxStats(r.Ctx).IErrors; e == 0 {
 				t.Fatal("bad descriptor not counted")
 			}
 			base := rec.count()
 			sendFrames(t, r, 50, 200)
-			waitForSim(t, "traffic after the reset", func() bool { return rec.count() >= base+50 })
+			eventually(t, "traffic after the reset", func() bool { return rec.count() >= base+50 })
 		})
 	}
 }
@@ -316,11 +279,11 @@ func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 	for i := 0; i < 300; i++ { // warm with frames the filter passes
 		f := frameOf(300, uint32(i))
 		f[59] = 0
-		waitForSim(t, "fifo room", func() bool { return r.NIC.Receive(f) })
+		eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
 	}
 	// Delivery follows the refill in rxeof: once the stack has every warm
 	// frame, their slots have been reloaded.
-	waitForSim(t, "warm", func() bool { return rec.count() >= 300 })
+	eventually(t, "warm", func() bool { return rec.count() >= 300 })
 	// The device delivers in bursts, and refill reloads the slots the
 	// burst emptied over the next passes: wait until the loads stop.
 	settle(t, "the refills after the warm-up", func() bool { return simRxStats(r.Ctx).IPackets >= 300 },
@@ -330,9 +293,9 @@ func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 	for i := 0; i < n; i++ {
 		f := frameOf(300, uint32(i))
 		f[59] = 1 // every frame dropped by the filter
-		waitForSim(t, "fifo room", func() bool { return r.NIC.Receive(f) })
+		eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
 	}
-	waitForSim(t, "all filtered", func() bool { return simRxStats(r.Ctx).Filtered-before.Filtered >= n })
+	eventually(t, "all filtered", func() bool { return simRxStats(r.Ctx).Filtered-before.Filtered >= n })
 	after := simRxStats(r.Ctx)
 	// At most one load: the slot left unused at the end of the warm-up
 	// lost its cluster to the stack and gets a new one when first reposted.

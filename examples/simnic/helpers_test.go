@@ -1,7 +1,6 @@
 package simnic_test
 
 import (
-	"encoding/binary"
 	"runtime"
 	"testing"
 	"time"
@@ -23,22 +22,8 @@ func newRig(t testing.TB, o simnictest.Options, record bool) (*simnictest.Rig, *
 	return simnictest.New(t, o), rec
 }
 
-func fillFrame(data []byte, flow, seq uint32) {
-	for i := range data {
-		data[i] = byte(i*7 + int(seq))
-	}
-	if len(data) < 15 {
-		return
-	}
-	copy(data[0:6], []byte{2, 0, 0, 0, 0, 2})
-	copy(data[6:12], []byte{2, 0, 0, 0, 0, 1})
-	binary.BigEndian.PutUint16(data[12:14], 0x0800)
-	data[14] = 0x45
-	if len(data) >= 50 {
-		binary.BigEndian.PutUint32(data[42:46], flow)
-		binary.BigEndian.PutUint32(data[46:50], seq)
-	}
-}
+// fillFrame is simnictest.FillFrame.
+func fillFrame(data []byte, flow, seq uint32) { simnictest.FillFrame(data, flow, seq) }
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -52,10 +37,5 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func flatten(m *iflib.Packet) []byte {
-	var b []byte
-	for p := m; p != nil; p = p.Next {
-		b = append(b, p.Bytes()...)
-	}
-	return b
-}
+// flatten is simnictest.Flatten.
+func flatten(m *iflib.Packet) []byte { return simnictest.Flatten(m) }

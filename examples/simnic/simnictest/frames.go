@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/goiflib/goiflib/iflib"
 )
 
 // Frames for tests: Ethernet + IPv4 + UDP or TCP, with valid checksums, a
@@ -302,4 +304,34 @@ func (s FrameSpec) Matches(f []byte) bool {
 		}
 	}
 	return true
+}
+
+// FillFrame fills data as a test frame of flow with sequence number seq: a
+// byte pattern derived from seq, with an Ethernet and IPv4 start (from
+// 02:00:00:00:00:01 to 02:00:00:00:00:02) and, when there is room, flow and
+// seq at bytes 42 and 46 (big endian), so a test can tell frames apart.
+func FillFrame(data []byte, flow, seq uint32) {
+	for i := range data {
+		data[i] = byte(i*7 + int(seq))
+	}
+	if len(data) < 15 {
+		return
+	}
+	copy(data[0:6], []byte{2, 0, 0, 0, 0, 2})
+	copy(data[6:12], []byte{2, 0, 0, 0, 0, 1})
+	binary.BigEndian.PutUint16(data[12:14], 0x0800)
+	data[14] = 0x45
+	if len(data) >= 50 {
+		binary.BigEndian.PutUint32(data[42:46], flow)
+		binary.BigEndian.PutUint32(data[46:50], seq)
+	}
+}
+
+// Flatten returns a copy of a packet chain's bytes.
+func Flatten(m *iflib.Packet) []byte {
+	var b []byte
+	for p := m; p != nil; p = p.Next {
+		b = append(b, p.Bytes()...)
+	}
+	return b
 }
