@@ -226,31 +226,32 @@ func (c *counters[K]) publish() {
 
 func (c *counters[K]) load(k K) uint64 { return c.pub[k].Load() }
 
-// TxQueueStats returns TX queue qid's counters.
+// snapshot fills a typed stats struct from a queue's published counters
+// through its table.
+func snapshot[K ~int, S any](c *counters[K], table []counterDesc[S]) S {
+	var s S
+	for i := range table {
+		*table[i].field(&s) = c.load(K(i))
+	}
+	return s
+}
+
+// TxQueueStats returns TX queue qid's counters. After Detach it returns the
+// final values.
 func (c *Context) TxQueueStats(qid int) (TxQueueStats, error) {
-	var s TxQueueStats
 	if qid < 0 || qid >= len(c.txqs) {
-		return s, errBadQueue(qid, len(c.txqs))
+		return TxQueueStats{}, errBadQueue(qid, len(c.txqs))
 	}
-	q := c.txqs[qid]
-	for i := range txCounterTable {
-		*txCounterTable[i].field(&s) = q.st.load(txCounter(i))
-	}
-	return s, nil
+	return snapshot(&c.txqs[qid].st, txCounterTable[:]), nil
 }
 
 // RxQueueStats returns RX queue qid's counters, its free lists summed.
 // After Detach it returns the final values.
 func (c *Context) RxQueueStats(qid int) (RxQueueStats, error) {
-	var s RxQueueStats
 	if qid < 0 || qid >= len(c.rxqs) {
-		return s, errBadQueue(qid, len(c.rxqs))
+		return RxQueueStats{}, errBadQueue(qid, len(c.rxqs))
 	}
-	q := c.rxqs[qid]
-	for i := range rxCounterTable {
-		*rxCounterTable[i].field(&s) = q.st.load(rxCounter(i))
-	}
-	return s, nil
+	return snapshot(&c.rxqs[qid].st, rxCounterTable[:]), nil
 }
 
 // ifCounterSource says which queue counter feeds an interface counter.
