@@ -18,21 +18,11 @@ import (
 	"github.com/goiflib/goiflib/iflib"
 )
 
-// newRig is simnictest.New with a recording peer when record is set.
-func newRig(t testing.TB, o simnictest.Options, record bool) (*simnictest.Rig, *simnictest.Recorder) {
-	t.Helper()
-	var rec *simnictest.Recorder
-	if record {
-		rec = &simnictest.Recorder{}
-		o.Peer = rec
-	}
-	return simnictest.New(t, o), rec
-}
-
 func TestTransmitEveryModeByteIdentical(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		t.Run(mode.String(), func(t *testing.T) {
-			r, rec := newRig(t, simnictest.Options{Config: iflib.Config{TxMode: mode}}, true)
+			rec := &simnictest.Recorder{}
+			r := simnictest.New(t, simnictest.Options{Config: iflib.Config{TxMode: mode}, Peer: rec})
 			rng := mrand.New(mrand.NewPCG(1, uint64(mode)))
 			n := 1500
 			if raceEnabled {
@@ -118,7 +108,7 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recvRecorder{}
-			r, _ := newRig(t, simnictest.Options{Input: rec.input}, false)
+			r := simnictest.New(t, simnictest.Options{Input: rec.input})
 			n := 1500
 			if raceEnabled {
 				n = 600
@@ -167,7 +157,7 @@ func TestIOMMUSmallPacketsReuseVsNoReuse(t *testing.T) {
 		name := map[bool]string{true: "reuse", false: "no-reuse"}[reuse]
 		t.Run(name, func(t *testing.T) {
 			rec := &recvRecorder{}
-			r, _ := newRig(t, simnictest.Options{Env: simnictest.EnvOptions{IOMMU: true}, Input: rec.input, NIC: simnicSmall(), Config: iflib.Config{NoRxReuse: !reuse}}, false)
+			r := simnictest.New(t, simnictest.Options{Env: simnictest.EnvOptions{IOMMU: true}, Input: rec.input, NIC: simnicSmall(), Config: iflib.Config{NoRxReuse: !reuse}})
 			const warm, n = 300, 1200
 			sendFrames(t, r, warm, 64)
 			eventually(t, "warm-up", func() bool { return rec.count() >= warm && simRxStats(r.Ctx).IPackets >= warm })
@@ -213,7 +203,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 		}
 	}
 	nc := simnicSmall()
-	r, _ := newRig(t, simnictest.Options{Input: input, NIC: nc, Config: iflib.Config{RxZoneSize: 200, CopyThresh: -1}}, false)
+	r := simnictest.New(t, simnictest.Options{Input: input, NIC: nc, Config: iflib.Config{RxZoneSize: 200, CopyThresh: -1}})
 	const n = 600
 	accepted := uint64(0)
 	for i := 0; i < n; i++ {
@@ -250,7 +240,7 @@ func TestRxBadDescriptorsResetNotCrash(t *testing.T) {
 	for _, inject := range []string{"length", "slot"} {
 		t.Run(inject, func(t *testing.T) {
 			rec := &recvRecorder{}
-			r, _ := newRig(t, simnictest.Options{Input: rec.input, NIC: simnicSmall()}, false)
+			r := simnictest.New(t, simnictest.Options{Input: rec.input, NIC: simnicSmall()})
 			sendFrames(t, r, 10, 200)
 			eventually(t, "first frames", func() bool { return rec.count() >= 10 })
 			if inject == "length" {
@@ -275,7 +265,7 @@ func TestRxBadDescriptorsResetNotCrash(t *testing.T) {
 func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 	rec := &recvRecorder{}
 	drop := func(_ int, f []byte) bool { return len(f) > 60 && f[59]&1 == 1 }
-	r, _ := newRig(t, simnictest.Options{Input: rec.input, NIC: simnicSmall(), RxFilter: drop, Config: iflib.Config{CopyThresh: -1}}, false)
+	r := simnictest.New(t, simnictest.Options{Input: rec.input, NIC: simnicSmall(), RxFilter: drop, Config: iflib.Config{CopyThresh: -1}})
 	for i := 0; i < 300; i++ { // warm with frames the filter passes
 		f := frameOf(300, uint32(i))
 		f[59] = 0
@@ -312,7 +302,7 @@ func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 // cluster is back in its zone (checked by close).
 func TestRxStopWithTrafficInFlight(t *testing.T) {
 	rec := &recvRecorder{}
-	r, _ := newRig(t, simnictest.Options{Input: rec.input, NIC: simnicSmall()}, false)
+	r := simnictest.New(t, simnictest.Options{Input: rec.input, NIC: simnicSmall()})
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
