@@ -47,7 +47,7 @@ type adminTask struct {
 
 // request sets flags and schedules the admin task
 // (iflib_admin_intr_deferred).
-func (a *adminTask) request(c *Context, flags uint32) {
+func (a *adminTask) request(flags uint32) {
 	a.flags.Or(flags)
 	select {
 	case a.wake <- struct{}{}:
@@ -147,13 +147,13 @@ func (c *Context) RxIntr(qid int) {
 // AdminIntr is iflib_admin_intr_deferred: a driver's link (admin)
 // interrupt handler, or its IFDI_TIMER, calls it to have the admin task
 // run IFDI_UPDATE_ADMIN_STATUS. Safe at any time.
-func (c *Context) AdminIntr() { c.admin.request(c, adminStatus) }
+func (c *Context) AdminIntr() { c.admin.request(adminStatus) }
 
 // requestReset is IFC_DO_RESET + iflib_admin_intr_deferred from an RX
 // queue that met a descriptor it could not trust.
 func (c *Context) requestReset(q *rxq) {
 	q.st.add(rxResets, 1)
-	c.admin.request(c, adminReset)
+	c.admin.request(adminReset)
 }
 
 // Resets returns how many resets (stop + init) the admin task has done.
@@ -219,6 +219,6 @@ func (c *Context) watchdog(q *txq, w *watchdogState) bool {
 		return false
 	}
 	q.st.add(txWatchdogs, 1)
-	c.admin.request(c, adminWatchdog|adminReset)
+	c.admin.request(adminWatchdog|adminReset)
 	return true
 }

@@ -114,7 +114,7 @@ func (c *Context) Stop() error {
 		return ErrDetached
 	}
 	if c.ownGoroutine() {
-		c.admin.request(c, adminStop)
+		c.admin.request(adminStop)
 		return ErrDeferred
 	}
 	c.lock()
@@ -188,7 +188,7 @@ func (c *Context) Detach() error {
 		if c.st() >= stateDetaching {
 			return ErrDetached
 		}
-		c.admin.request(c, adminDetach)
+		c.admin.request(adminDetach)
 		return ErrDeferred
 	}
 	c.lock()
