@@ -35,8 +35,9 @@ func (c *Context) ownGoroutine() bool {
 // IFDI_UPDATE_ADMIN_STATUS. The link stays as the driver reports it: a
 // driver must call LinkStateChange(LinkStateUp, ...) (from IFDI_INIT or
 // IFDI_UPDATE_ADMIN_STATUS) before Transmit can send (ErrLinkDown). Init on
-// a running context does nothing; once Detach has begun it returns
-// ErrDetached.
+// a running context does nothing, and so does Init from the context's own
+// goroutines (they exist only while it runs or is being reset); once Detach
+// has begun it returns ErrDetached.
 func (c *Context) Init() error {
 	if c.st() >= stateDetaching {
 		return ErrDetached
