@@ -219,6 +219,6 @@ func (c *Context) watchdog(q *txq, w *watchdogState) bool {
 		return false
 	}
 	q.st.add(txWatchdogs, 1)
-	c.admin.request(adminWatchdog|adminReset)
+	c.admin.request(adminWatchdog | adminReset)
 	return true
 }
