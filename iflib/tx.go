@@ -81,20 +81,7 @@ func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
 	}
 	for i, m := range pkts {
 		pkts[i] = nil
-		var err error
-		switch {
-		case m == nil:
-			err = ErrNilPacket
-		case m.zone == nil:
-			err = ErrForeignPacket
-		case m.free.Load():
-			c.usedAfterFree(m, "TransmitBatch")
-			err = ErrUseAfterFree
-		}
-		if err != nil {
-			if err == ErrForeignPacket && len(c.txqs) > 0 {
-				c.txqs[0].st.add(txOErrors, 1)
-			}
+		if err := c.screen(m, "TransmitBatch"); err != nil {
 			note(err)
 			continue
 		}
@@ -138,6 +125,20 @@ func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
 // seeing running, and the caller re-checks after, so senders that arrive
 // once Stop has begun never hold it up.
 func (c *Context) admit(m *Packet) error {
+	if err := c.screen(m, "Transmit"); err != nil {
+		return err
+	}
+	if !c.running.Load() {
+		return c.dropTx(nil, m, ErrNotRunning)
+	}
+	c.inflight.Add(1)
+	return nil
+}
+
+// screen refuses what iflib cannot take ownership of: a nil packet, one no
+// zone handed out (counted in oerrors of queue 0), or a freed one
+// (reported as used after free at use). The caller keeps such a packet.
+func (c *Context) screen(m *Packet, use string) error {
 	switch {
 	case m == nil:
 		return ErrNilPacket
@@ -147,12 +148,9 @@ func (c *Context) admit(m *Packet) error {
 		}
 		return ErrForeignPacket
 	case m.free.Load():
-		c.usedAfterFree(m, "Transmit")
+		c.usedAfterFree(m, use)
 		return ErrUseAfterFree
-	case !c.running.Load():
-		return c.dropTx(nil, m, ErrNotRunning)
 	}
-	c.inflight.Add(1)
 	return nil
 }
 
@@ -532,7 +530,7 @@ func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 		// TX_BATCH_SIZE packets encapsulated back to back, so the latency
 		// is the same and a doorbell that costs a register write (or, on
 		// AF_XDP, a system call) is paid once per pass.
-		if q.maxDBDeferred(q.inUse) > 0 || q.avail() <= q.maxTxDesc() {
+		if q.maxDBDeferred() > 0 || q.avail() <= q.maxTxDesc() {
 			rang = q.dbCheck(false)
 		} else {
 			rang = false
@@ -542,13 +540,12 @@ func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 		q.st.inc(txDrainNoDesc, 1)
 	}
 	ring := !rang && (c.cfg.MinTxLatency || (err != nil && err != errNoDesc) || c.cfg.TxReclaimThresh > 0)
-	// A drain that encapsulated nothing (a sentinel from the task or the
-	// timer) rings a deferred doorbell: no completion may come to ring it
-	// later. FreeBSD relies on the same laggard kick but never forces the
-	// doorbell there, so a deferred doorbell can stay pending.
-	if !q.dbCheck(ring || (encapped == 0 && q.dbPending > 0)) && q.maxDBDeferred(q.inUse) == 0 {
-		q.dbCheck(true) // the lowest tier: ring what the pass left, once
-	}
+	// Also ring what is pending when the drain encapsulated nothing (a
+	// sentinel from the task or the timer: no completion may come to ring a
+	// deferred doorbell later; FreeBSD relies on the same laggard kick but
+	// never forces the doorbell there, so it can stay pending), and at the
+	// lowest tier (what the pass left, once).
+	q.dbCheck(ring || encapped == 0 || q.maxDBDeferred() == 0)
 	return consumed
 }
 
