@@ -129,30 +129,48 @@ func (q *txq) maxTxDesc() int {
 // notifyCount is TXD_NOTIFY_COUNT.
 func (q *txq) notifyCount() int { return q.size/DefaultTxUpdateFreq - 1 }
 
-// maxDBDeferred is txq_max_db_deferred.
-func (q *txq) maxDBDeferred(inUse int) int {
-	notify, minthresh := q.notifyCount(), q.size/8
+// deferTier is the in-use tier that txq_max_db_deferred and
+// txq_max_rs_deferred both switch on: 0 up to size/8 descriptors in use,
+// then 1, 2 and 3 above size/8, size/4 and size/2.
+func (q *txq) deferTier() int {
+	minthresh := q.size / 8
 	switch {
-	case inUse > 4*minthresh:
-		return notify
-	case inUse > 2*minthresh:
-		return notify >> 1
-	case inUse > minthresh:
-		return notify >> 3
+	case q.inUse > 4*minthresh:
+		return 3
+	case q.inUse > 2*minthresh:
+		return 2
+	case q.inUse > minthresh:
+		return 1
 	}
 	return 0
 }
 
-// maxRSDeferred is txq_max_rs_deferred.
+// maxDBDeferred is txq_max_db_deferred: TXD_NOTIFY_COUNT, >>1, >>3 by
+// tier, 0 at the lowest.
+func (q *txq) maxDBDeferred() int {
+	n := q.notifyCount()
+	switch q.deferTier() {
+	case 3:
+		return n
+	case 2:
+		return n >> 1
+	case 1:
+		return n >> 3
+	}
+	return 0
+}
+
+// maxRSDeferred is txq_max_rs_deferred: TXD_NOTIFY_COUNT, >>1, >>2 by
+// tier, 2 at the lowest.
 func (q *txq) maxRSDeferred() int {
-	notify, minthresh := q.notifyCount(), q.size/8
-	switch {
-	case q.inUse > 4*minthresh:
-		return notify
-	case q.inUse > 2*minthresh:
-		return notify >> 1
-	case q.inUse > minthresh:
-		return notify >> 2
+	n := q.notifyCount()
+	switch q.deferTier() {
+	case 3:
+		return n
+	case 2:
+		return n >> 1
+	case 1:
+		return n >> 2
 	}
 	return 2
 }
@@ -166,7 +184,7 @@ func (q *txq) dbCheck(ring bool) bool {
 	if q.dbPending == 0 {
 		return false
 	}
-	if !ring && q.dbPending < q.maxDBDeferred(q.inUse) && q.avail() > q.maxTxDesc() {
+	if !ring && q.dbPending < q.maxDBDeferred() && q.avail() > q.maxTxDesc() {
 		return false
 	}
 	dbval := q.pidx
@@ -258,10 +276,8 @@ func (q *txq) freePacket(m *Packet) {
 		slot = q.evictAt
 		q.evictAt = (q.evictAt + 1) % len(q.caches)
 		q.caches[slot].Flush()
-		q.caches[slot] = z.NewCache()
-	} else {
-		q.caches[slot] = z.NewCache()
 	}
+	q.caches[slot] = z.NewCache()
 	q.caches[slot].Put(m)
 }
 

@@ -14,7 +14,7 @@ func TestDeferralTiers(t *testing.T) {
 		{0, 0, 2}, {128, 0, 2}, {129, 7, 15}, {256, 7, 15}, {257, 31, 31}, {512, 31, 31}, {513, 63, 63}, {1024, 63, 63},
 	} {
 		q.inUse = tc.inUse
-		if got := q.maxDBDeferred(tc.inUse); got != tc.db {
+		if got := q.maxDBDeferred(); got != tc.db {
 			t.Errorf("txq_max_db_deferred(%d) = %d, want %d", tc.inUse, got, tc.db)
 		}
 		if got := q.maxRSDeferred(); got != tc.rs {
