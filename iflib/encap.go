@@ -43,6 +43,11 @@ func (q *txq) encap(mp **Packet) error {
 		*mp = nil
 		return err
 	}
+	// unmap undoes a load that will not reach the ring.
+	unmap := func() {
+		_ = dmap.Unload()
+		q.sdM[pidx], q.sdFl[pidx] = nil, 0
+	}
 
 	if ctx.shared.Flags&FlagNeedEtherPad != 0 && m.Hdr.Len < ctx.sc.MinFrameSize {
 		if !etherPad(m, ctx.sc.MinFrameSize) {
@@ -109,8 +114,7 @@ func (q *txq) encap(mp **Packet) error {
 			q.reclaimForce()
 			if nsegs > q.avail() {
 				q.st.inc(txNoDescAvail, 1)
-				_ = dmap.Unload()
-				q.sdM[pidx], q.sdFl[pidx] = nil, 0
+				unmap()
 				q.kick()
 				return errNoDesc
 			}
@@ -126,8 +130,7 @@ func (q *txq) encap(mp **Packet) error {
 		pi.Segs, pi.NSegs = segs, nsegs
 
 		if err := ctx.txrx.TxdEncap(pi); err != nil {
-			_ = dmap.Unload()
-			q.sdM[pidx], q.sdFl[pidx] = nil, 0
+			unmap()
 			if errors.Is(err, ErrEncapTooBig) && remap < 2 {
 				q.st.inc(txEncapEFBIG, 1)
 				remap = 1 // straight to m_defrag
@@ -144,8 +147,7 @@ func (q *txq) encap(mp **Packet) error {
 			(ndesc+q.size)&q.mask > nsegs+q.pad {
 			// A driver that reports an impossible new producer index would
 			// corrupt the ring accounting (FreeBSD MPASSes it).
-			_ = dmap.Unload()
-			q.sdM[pidx], q.sdFl[pidx] = nil, 0
+			unmap()
 			q.st.inc(txMapFailed, 1)
 			return fail(ErrBadDriverIndex)
 		}
@@ -176,28 +178,23 @@ func (q *txq) encap(mp **Packet) error {
 // A replacement chain is written back to *mp.
 func (q *txq) remapChain(mp **Packet, remap *int, maxSegs int) bool {
 	if *remap == 0 {
+		*remap = 1
 		q.st.inc(txCollapses, 1)
-		if !collapse(*mp, maxSegs) {
-			*remap++
+		if collapse(*mp, maxSegs) {
+			return true
 		}
 	}
 	if *remap == 1 {
+		*remap = 2
 		q.st.inc(txMbufDefrag, 1)
-		m, ok := q.defragChain(*mp)
-		if !ok {
-			q.st.inc(txMbufDefragFailed, 1)
-			q.st.inc(txMapFailed, 1)
-			return false
+		if m, ok := q.defragChain(*mp); ok {
+			*mp = m
+			return true
 		}
-		*mp = m
 	}
-	if *remap > 1 {
-		q.st.inc(txMbufDefragFailed, 1)
-		q.st.inc(txMapFailed, 1)
-		return false
-	}
-	*remap++
-	return true
+	q.st.inc(txMbufDefragFailed, 1)
+	q.st.inc(txMapFailed, 1)
+	return false
 }
 
 // chainBufs lists the chain's non-empty buffers in q.bufs (no allocation
