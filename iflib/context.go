@@ -410,22 +410,24 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 // destroyMaps is iflib_txsd_destroy. It returns how many maps were still
 // loaded (they are unloaded first).
 func (q *txq) destroyMaps() int {
+	return destroyMaps(q.maps) + destroyMaps(q.tsoMap)
+}
+
+// destroyMaps destroys every map of ms (unloading it first if it is still
+// loaded) and returns how many were loaded.
+func destroyMaps(ms []*busdma.Map) int {
 	loaded := 0
-	destroy := func(ms []*busdma.Map) {
-		for i, m := range ms {
-			if m == nil {
-				continue
-			}
-			if m.Loaded() {
-				loaded++
-				_ = m.Unload()
-			}
-			_ = m.Destroy()
-			ms[i] = nil
+	for i, m := range ms {
+		if m == nil {
+			continue
 		}
+		if m.Loaded() {
+			loaded++
+			_ = m.Unload()
+		}
+		_ = m.Destroy()
+		ms[i] = nil
 	}
-	destroy(q.maps)
-	destroy(q.tsoMap)
 	return loaded
 }
 

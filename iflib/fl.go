@@ -311,18 +311,4 @@ func (fl *freeList) bufsFree() {
 
 // destroy is iflib_rx_sds_free (after bufsFree). It returns how many maps
 // were still loaded.
-func (fl *freeList) destroy() int {
-	loaded := 0
-	for i, m := range fl.sdMap {
-		if m == nil {
-			continue
-		}
-		if m.Loaded() {
-			loaded++
-			_ = m.Unload()
-		}
-		_ = m.Destroy()
-		fl.sdMap[i] = nil
-	}
-	return loaded
-}
+func (fl *freeList) destroy() int { return destroyMaps(fl.sdMap) }
