@@ -239,16 +239,6 @@ type Config struct {
 // ranges, once, at Register.
 func (c *Context) resolveConfig() error {
 	cfg := &c.cfg
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -261,16 +251,16 @@ func (c *Context) resolveConfig() error {
 			return cfgErr(f.name, f.v, "must not be negative")
 		}
 	}
-	def(&cfg.RxBudget, DefaultRxBudget)
-	def(&cfg.RxZoneSize, 2*c.sc.NRxd[0]+1024)
-	def(&cfg.DRBRSize, DefaultDRBRSize)
-	def(&cfg.DRBRDrainQuota, bufring.DefaultDrainQuota)
-	def(&cfg.DRBRMaxProducers, bufring.DefaultMaxProducers)
-	def(&cfg.TxWatchdogPeriods, DefaultTxWatchdogPeriods)
-	def(&cfg.CopyThresh, RxCopyThresh)
-	defDur(&cfg.PollInterval, DefaultPollInterval)
-	defDur(&cfg.TimerInterval, DefaultTimerInterval)
-	defDur(&cfg.StopTimeout, DefaultStopTimeout)
+	orDefault(&cfg.RxBudget, DefaultRxBudget)
+	orDefault(&cfg.RxZoneSize, 2*c.sc.NRxd[0]+1024)
+	orDefault(&cfg.DRBRSize, DefaultDRBRSize)
+	orDefault(&cfg.DRBRDrainQuota, bufring.DefaultDrainQuota)
+	orDefault(&cfg.DRBRMaxProducers, bufring.DefaultMaxProducers)
+	orDefault(&cfg.TxWatchdogPeriods, DefaultTxWatchdogPeriods)
+	orDefault(&cfg.CopyThresh, RxCopyThresh)
+	orDefault(&cfg.PollInterval, DefaultPollInterval)
+	orDefault(&cfg.TimerInterval, DefaultTimerInterval)
+	orDefault(&cfg.StopTimeout, DefaultStopTimeout)
 	if !isPow2(cfg.DRBRSize) {
 		return cfgErr("DRBRSize", cfg.DRBRSize, "must be a power of two")
 	}
@@ -285,15 +275,19 @@ func (c *Context) resolveConfig() error {
 
 func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 
+// orDefault sets *v to d when it is zero (the Config convention).
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
 // resolveShared fills the shared context's defaults and checks it
 // (_iflib_assert). FreeBSD asserts power-of-two ring defaults only; min
 // and max need not be.
 func resolveShared(s *SharedCtx) error {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
+	def := orDefault[int]
 	def(&s.QAlign, pageSize)
 	def(&s.NFL, 1)
 	def(&s.NTxQs, 1)
@@ -353,27 +347,23 @@ func resolveShared(s *SharedCtx) error {
 // was not taken.
 func resetQValues(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	sc.TxPad = TxPad
-	for j := 0; j < s.NTxQs; j++ {
-		v := s.NTxdDefault[j]
-		if o := cfg.OverrideNTxds[j]; o != 0 {
-			if !isPow2(o) {
-				return cfgErr(fmt.Sprintf("OverrideNTxds[%d]", j), o, "not a power of two")
+	sizes := func(dir string, n int, defs, mins, maxs, overrides, out *[MaxQueuesPerSet]int) error {
+		for j := 0; j < n; j++ {
+			v := defs[j]
+			if o := overrides[j]; o != 0 {
+				if !isPow2(o) {
+					return cfgErr(fmt.Sprintf("OverrideN%sds[%d]", dir, j), o, "not a power of two")
+				}
+				v = o
 			}
-			v = o
+			out[j] = min(max(v, mins[j]), maxs[j])
 		}
-		sc.NTxd[j] = min(max(v, s.NTxdMin[j]), s.NTxdMax[j])
+		return nil
 	}
-	for j := 0; j < s.NRxQs; j++ {
-		v := s.NRxdDefault[j]
-		if o := cfg.OverrideNRxds[j]; o != 0 {
-			if !isPow2(o) {
-				return cfgErr(fmt.Sprintf("OverrideNRxds[%d]", j), o, "not a power of two")
-			}
-			v = o
-		}
-		sc.NRxd[j] = min(max(v, s.NRxdMin[j]), s.NRxdMax[j])
+	if err := sizes("Tx", s.NTxQs, &s.NTxdDefault, &s.NTxdMin, &s.NTxdMax, &cfg.OverrideNTxds, &sc.NTxd); err != nil {
+		return err
 	}
-	return nil
+	return sizes("Rx", s.NRxQs, &s.NRxdDefault, &s.NRxdMin, &s.NRxdMax, &cfg.OverrideNRxds, &sc.NRxd)
 }
 
 // validateSoftc is _iflib_pre_assert plus the checks and clamps of
@@ -398,17 +388,11 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 		sc.NRxQSets = o
 	}
 	for j := 0; j < s.NTxQs; j++ {
-		if !isPow2(sc.NTxd[j]) {
-			return cfgErr(fmt.Sprintf("NTxd[%d]", j), sc.NTxd[j], "must be a power of two")
-		}
 		if err := ringBytes(&sc.TxQSizes[j], sc.TxdSize[j], sc.NTxd[j], "Tx", j); err != nil {
 			return err
 		}
 	}
 	for j := 0; j < s.NRxQs; j++ {
-		if !isPow2(sc.NRxd[j]) {
-			return cfgErr(fmt.Sprintf("NRxd[%d]", j), sc.NRxd[j], "must be a power of two")
-		}
 		if err := ringBytes(&sc.RxQSizes[j], sc.RxdSize[j], sc.NRxd[j], "Rx", j); err != nil {
 			return err
 		}
@@ -448,10 +432,14 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	return nil
 }
 
-// ringBytes resolves and checks isc_{tx,rx}qsizes[j]: derived from the
-// descriptor size when the driver left it 0, and never smaller than the
-// descriptors need.
+// ringBytes checks ring j's descriptor count (a power of two) and
+// resolves and checks isc_{tx,rx}qsizes[j]: derived from the descriptor
+// size when the driver left it 0, and never smaller than the descriptors
+// need.
 func ringBytes(bytes *int, descSize, ndesc int, dir string, j int) error {
+	if !isPow2(ndesc) {
+		return cfgErr(fmt.Sprintf("N%sd[%d]", dir, j), ndesc, "must be a power of two")
+	}
 	if descSize < 0 {
 		return cfgErr(fmt.Sprintf("%sdSize[%d]", dir, j), descSize, "must not be negative")
 	}
