@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -171,21 +173,13 @@ func (z *Zone) GetWait(ctx context.Context) (*Packet, error) {
 		case <-ch:
 		case <-ctx.Done():
 			z.mu.Lock()
-			woken := true
-			for i, w := range z.waiters {
-				if w == ch {
-					z.waiters = append(z.waiters[:i], z.waiters[i+1:]...)
-					woken = false
-					break
-				}
+			if i := slices.Index(z.waiters, ch); i >= 0 {
+				z.waiters = slices.Delete(z.waiters, i, i+1)
+			} else {
+				// A free chose us as we gave up: pass the wake-up on.
+				z.wakeLocked()
 			}
 			z.mu.Unlock()
-			if woken {
-				// A free chose us as we gave up: pass the wake-up on.
-				z.mu.Lock()
-				z.wakeLocked()
-				z.mu.Unlock()
-			}
 			return nil, ctx.Err()
 		}
 	}
@@ -279,18 +273,13 @@ func callerSite() string {
 	fr := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := fr.Next()
-		if !isIflibFunc(f.Function) {
+		if !strings.HasPrefix(f.Function, "github.com/goiflib/goiflib/iflib.") {
 			return fmt.Sprintf("%s:%d", f.File, f.Line)
 		}
 		if !more {
 			return "?"
 		}
 	}
-}
-
-func isIflibFunc(fn string) bool {
-	const pkg = "github.com/goiflib/goiflib/iflib."
-	return len(fn) >= len(pkg) && fn[:len(pkg)] == pkg
 }
 
 // getBatch moves up to len(dst) packets from the depot into dst.
