@@ -187,9 +187,9 @@ func (q *rxq) validate(ri *RxdInfo) bool {
 }
 
 // rxeof is iflib_rxeof: up to budget packets, refill, one Input call.
+// The task publishes the pass's counters after it.
 func (q *rxq) rxeof(budget int) int {
 	c := q.ctx
-	defer q.publish()
 	if c.inputReady != nil && !c.inputReady(q.id) {
 		// Back-pressure: the frames stay in the ring (the device drops
 		// what it cannot hold, and counts it) instead of being received
@@ -446,7 +446,7 @@ func (q *rxq) task() {
 			q.st.inc(rxIntrEnables, 1)
 			c.rxIntrEnable(q.id)
 		}
-		q.st.publish()
+		q.publish()
 	}
 }
 
