@@ -52,8 +52,9 @@ var (
 	ErrUseAfterFree = errors.New("iflib: packet used after it was freed")
 	// ErrNoPackets is an exhausted packet zone (uma_zalloc M_NOWAIT failing).
 	ErrNoPackets = errors.New("iflib: packet zone exhausted")
-	// ErrState is a lifecycle call in the wrong state (Init before
-	// Register succeeded, anything after Detach began).
+	// ErrState is the class of lifecycle calls made in the wrong state;
+	// today that is ErrDetached (anything after Detach began), which
+	// matches it with errors.Is.
 	ErrState = errors.New("iflib: wrong context state")
 	// ErrDetached is any call on a context whose Detach has begun
 	// (IFC_IN_DETACH). It matches ErrState with errors.Is.
@@ -64,8 +65,6 @@ var (
 	// handed to the admin task, which carries it out as soon as the caller
 	// returns. Context.Detached is closed when a deferred Detach finishes.
 	ErrDeferred = errors.New("iflib: lifecycle call from the context's own goroutine handed to the admin task")
-	// ErrDoubleFree is a packet freed twice; the second free is ignored.
-	ErrDoubleFree = errors.New("iflib: packet freed twice")
 	// ErrBadDriverIndex is a TxdEncap that reported an impossible new
 	// producer index (outside the ring, or more descriptors than nsegs plus
 	// the pad). The packet was freed and counted in oerrors.

@@ -3,10 +3,11 @@ package iflib
 import (
 	"expvar"
 	"fmt"
-	"github.com/goiflib/goiflib/bufring"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/goiflib/goiflib/bufring"
 )
 
 // Node is one node of the sysctl-style tree iflib publishes for a context
