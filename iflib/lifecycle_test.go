@@ -64,11 +64,6 @@ func (e *env) done() {
 	require.NoError(e.t, e.se.Close())
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	eventually(t, what, cond)
-}
-
 func TestBadConfiguration(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -121,7 +116,7 @@ func TestTransmitBadInputAndLifecycle(t *testing.T) {
 	bad.Hdr.Len = 5000
 	require.ErrorIs(t, e.ctx.Transmit(bad), iflib.ErrBadLength)
 	require.NoError(t, e.ctx.Transmit(e.pkt(100)))
-	waitUntil(t, "good packet on the wire", func() bool { return e.sink.Frames() == 1 })
+	eventually(t, "good packet on the wire", func() bool { return e.sink.Frames() == 1 })
 	require.NoError(t, e.ctx.Stop())
 	require.ErrorIs(t, e.ctx.Transmit(e.pkt(100)), iflib.ErrNotRunning)
 	require.Equal(t, uint64(1), e.ctx.Counter(iflib.IfCounterOPackets))
@@ -144,7 +139,7 @@ func TestDefragWhenTooManySegments(t *testing.T) {
 	require.NoError(t, e.ctx.Init())
 	head, want := chain(t, e.zone, 12, 100) // 12 buffers: more than 4 segments
 	require.NoError(t, e.ctx.Transmit(head))
-	waitUntil(t, "frame on the wire", func() bool { return e.sink.Frames() == 1 })
+	eventually(t, "frame on the wire", func() bool { return e.sink.Frames() == 1 })
 	mu.Lock()
 	require.Equal(t, want, got, "defragged frame differs")
 	mu.Unlock()

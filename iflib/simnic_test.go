@@ -160,11 +160,11 @@ func TestIOMMUSmallPacketsReuseVsNoReuse(t *testing.T) {
 			r := simnictest.New(t, simnictest.Options{Env: simnictest.EnvOptions{IOMMU: true}, Input: rec.input, NIC: simnicSmall(), Config: iflib.Config{NoRxReuse: !reuse}})
 			const warm, n = 300, 1200
 			sendFrames(t, r, warm, 64)
-			eventually(t, "warm-up", func() bool { return rec.count() >= warm && simRxStats(r.Ctx).IPackets >= warm })
-			before := simRxStats(r.Ctx)
+			eventually(t, "warm-up", func() bool { return rec.count() >= warm && rxStats(t, r.Ctx).IPackets >= warm })
+			before := rxStats(t, r.Ctx)
 			sendFrames(t, r, n, 64)
-			eventually(t, "all", func() bool { return rec.count() >= warm+n && simRxStats(r.Ctx).IPackets >= warm+n })
-			after := simRxStats(r.Ctx)
+			eventually(t, "all", func() bool { return rec.count() >= warm+n && rxStats(t, r.Ctx).IPackets >= warm+n })
+			after := rxStats(t, r.Ctx)
 			loads := after.MapLoads - before.MapLoads
 			pkts := after.IPackets - before.IPackets
 			if pkts != n {
@@ -214,7 +214,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	eventually(t, "zone exhausted", func() bool { return simRxStats(r.Ctx).AllocFails > 0 })
+	eventually(t, "zone exhausted", func() bool { return rxStats(t, r.Ctx).AllocFails > 0 })
 	mu.Lock()
 	hold.Store(false)
 	for _, m := range held {
@@ -223,7 +223,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 	held = nil
 	mu.Unlock()
 	eventually(t, "every accepted frame delivered", func() bool { return got.Load() == accepted })
-	st := simRxStats(r.Ctx)
+	st := rxStats(t, r.Ctx)
 	if st.Watchdogs == 0 {
 		t.Fatal("the RX watchdog never armed")
 	}
@@ -250,7 +250,7 @@ func TestRxBadDescriptorsResetNotCrash(t *testing.T) {
 			}
 			sendFrames(t, r, 1, 200)
 			eventually(t, "reset", func() bool { return r.Ctx.Resets() >= 1 })
-			if e := simRxStats(r.Ctx).IErrors; e == 0 {
+			if e := rxStats(t, r.Ctx).IErrors; e == 0 {
 				t.Fatal("bad descriptor not counted")
 			}
 			base := rec.count()
@@ -276,17 +276,17 @@ func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 	eventually(t, "warm", func() bool { return rec.count() >= 300 })
 	// The device delivers in bursts, and refill reloads the slots the
 	// burst emptied over the next passes: wait until the loads stop.
-	settle(t, "the refills after the warm-up", func() bool { return simRxStats(r.Ctx).IPackets >= 300 },
-		func() uint64 { return simRxStats(r.Ctx).MapLoads })
-	before := simRxStats(r.Ctx)
+	settle(t, "the refills after the warm-up", func() bool { return rxStats(t, r.Ctx).IPackets >= 300 },
+		func() uint64 { return rxStats(t, r.Ctx).MapLoads })
+	before := rxStats(t, r.Ctx)
 	const n = 400
 	for i := 0; i < n; i++ {
 		f := frameOf(300, uint32(i))
 		f[59] = 1 // every frame dropped by the filter
 		eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
 	}
-	eventually(t, "all filtered", func() bool { return simRxStats(r.Ctx).Filtered-before.Filtered >= n })
-	after := simRxStats(r.Ctx)
+	eventually(t, "all filtered", func() bool { return rxStats(t, r.Ctx).Filtered-before.Filtered >= n })
+	after := rxStats(t, r.Ctx)
 	// At most one load: the slot left unused at the end of the warm-up
 	// lost its cluster to the stack and gets a new one when first reposted.
 	// Every filtered frame's own cluster is reposted without a load.
@@ -328,15 +328,6 @@ func TestRxStopWithTrafficInFlight(t *testing.T) {
 	if rec.count() == 0 {
 		t.Fatal("nothing received before stop")
 	}
-}
-
-// rxStats returns RX queue 0's counters.
-func simRxStats(ctx *iflib.Context) iflib.RxQueueStats {
-	st, err := ctx.RxQueueStats(0)
-	if err != nil {
-		panic(err)
-	}
-	return st
 }
 
 // settle waits until cond holds and then until snapshot stops moving for

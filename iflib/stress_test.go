@@ -66,7 +66,7 @@ func TestFanInStressEveryMode(t *testing.T) {
 				}(uint32(s))
 			}
 			wg.Wait()
-			waitUntil(t, "accepted frames on the wire", func() bool { return e.sink.Frames() >= accepted.Load() })
+			eventually(t, "accepted frames on the wire", func() bool { return e.sink.Frames() >= accepted.Load() })
 			if got := e.sink.Frames(); got != accepted.Load() {
 				t.Fatalf("wire %d, accepted %d", got, accepted.Load())
 			}
@@ -105,7 +105,7 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 					ok++
 				}
 			}
-			waitUntil(t, "queue drained", func() bool { return e.sink.Frames() >= ok })
+			eventually(t, "queue drained", func() bool { return e.sink.Frames() >= ok })
 			// mpring and drbr check for room before encap (the drain
 			// stalls, the buf_ring head waits); simple finds out in encap.
 			key := "txq_drain_nodesc"
@@ -125,7 +125,7 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 			}
 			// Recovery: the queue takes traffic again.
 			require.NoError(t, e.ctx.Transmit(e.pkt(100)))
-			waitUntil(t, "recovered", func() bool { return e.sink.Frames() == ok+1 })
+			eventually(t, "recovered", func() bool { return e.sink.Frames() == ok+1 })
 			e.done()
 		})
 	}

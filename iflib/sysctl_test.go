@@ -21,7 +21,7 @@ func TestSysctlExpvarLinkAndPollMode(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		require.NoError(t, e.ctx.Transmit(e.pkt(100)))
 	}
-	waitUntil(t, "50 frames in poll mode", func() bool { return e.sink.Frames() == 50 })
+	eventually(t, "50 frames in poll mode", func() bool { return e.sink.Frames() == 50 })
 
 	for _, name := range []string{
 		"dev.simnic.0.iflib.txq0.r_drops", "dev.simnic.0.iflib.txq0.r_enqueues",
@@ -57,7 +57,7 @@ func TestSysctlExpvarLinkAndPollMode(t *testing.T) {
 	if err := e.ctx.Transmit(e.pkt(100)); err != nil {
 		t.Fatalf("link up again: %v", err)
 	}
-	waitUntil(t, "frame after link up", func() bool { return e.sink.Frames() == 51 })
+	eventually(t, "frame after link up", func() bool { return e.sink.Frames() == 51 })
 	if e.ctx.Placement() == "" {
 		t.Error("no placement map")
 	}
