@@ -313,11 +313,14 @@ func TestStopCountsUntakenRxFrames(t *testing.T) {
 // driver that has no queues yet, and nothing stays loaded.
 func TestRegisterCleanupOnRxFailure(t *testing.T) {
 	for _, size := range []int{-1, 1 << 40} {
-		_, err := tryFake(t, fakeOpts{cfg: iflib.Config{RxZoneSize: size}})
+		space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 64 << 20, ContigSize: 4 << 20})
+		require.NoError(t, err)
+		_, err = tryFake(t, fakeOpts{space: space, cfg: iflib.Config{RxZoneSize: size}})
 		require.Error(t, err)
 		if size < 0 {
 			require.ErrorIs(t, err, iflib.ErrConfig)
 		}
+		require.Zero(t, space.Allocated(), "zone size %d: Register's cleanup left ring memory allocated", size)
 	}
 }
 

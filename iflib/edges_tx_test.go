@@ -244,6 +244,34 @@ func TestTransmitBadPackets(t *testing.T) {
 	f.close(z, oz)
 }
 
+// A driver whose TxdEncap reports an impossible ipi_new_pidx (outside the
+// ring, no descriptor for a mapped packet, more descriptors than nsegs plus
+// the pad) would corrupt the ring accounting (FreeBSD MPASSes it): the
+// packet is freed and counted, the error is ErrBadDriverIndex, and the
+// queue keeps working.
+func TestTxdEncapImpossibleIndexRefused(t *testing.T) {
+	f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: iflib.TxModeSimple}})
+	z := f.zone(iflib.MCLBytes, 64)
+	require.NoError(t, f.ctx.Init())
+	for i, lie := range []func(pi *iflib.PktInfo){
+		func(pi *iflib.PktInfo) { pi.NewPIdx = f.ntxd + 3 },                        // outside the ring
+		func(pi *iflib.PktInfo) { pi.NewPIdx = -1 },                                // outside the ring
+		func(pi *iflib.PktInfo) { pi.NewPIdx = pi.PIdx },                           // nothing used for a mapped packet
+		func(pi *iflib.PktInfo) { pi.NewPIdx = (pi.PIdx + pi.NSegs + 3) % f.ntxd }, // beyond nsegs + pad
+	} {
+		f.encapDone = lie
+		require.ErrorIs(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))), iflib.ErrBadDriverIndex, "lie %d", i)
+		require.Equal(t, uint64(i+1), txStats(t, f.ctx).OErrors, "lie %d", i)
+		require.Equal(t, z.Size(), z.Available(), "lie %d: the packet was not freed", i)
+	}
+	f.encapDone = nil
+	m, want := chain(t, z, 2, 300)
+	require.NoError(t, f.ctx.Transmit(m))
+	eventually(t, "a frame after the lies", func() bool { return len(f.sent()) == 1 })
+	require.Equal(t, want, f.sent()[0])
+	f.close(z)
+}
+
 // iflib_ether_pad: FreeBSD frees the mbuf and returns ENOBUFS, which the
 // drain takes for "keep it" (a use after free). Here a runt is padded (in
 // place or in a new buffer, as m_append does), and when no buffer can be

@@ -28,6 +28,7 @@ type fakeNIC struct {
 	ntxd  int
 	nrxd  int
 	segs  int
+	width int // isc_dma_width
 
 	mu sync.Mutex
 	// TX: descriptors the driver wrote, the doorbell, what the device
@@ -48,6 +49,7 @@ type fakeNIC struct {
 	scratch       []byte
 	cur           []byte
 	encapHook     func(pi *iflib.PktInfo) error
+	encapDone     func(pi *iflib.PktInfo) // after the descriptors are written: may lie about ipi_new_pidx
 
 	// RX: posted buffers by ring position, completions, hooks.
 	rxSlot    []uint16
@@ -86,6 +88,7 @@ type fakeOpts struct {
 	inputReady       func(qid int) bool
 	etherPad         bool // IFLIB_NEED_ETHER_PAD with a 60-byte minimum
 	noChecker        bool // benchmarks: no busdma checker
+	dmaWidth         int  // isc_dma_width (0: 64 bits)
 }
 
 func newFake(t testing.TB, o fakeOpts) *fakeNIC {
@@ -121,7 +124,7 @@ func tryFake(t testing.TB, o fakeOpts) (*fakeNIC, error) {
 	}
 	bus, err := busdma.NewDevice(space, busdma.DeviceConfig{Name: "fake0", Checker: chk})
 	require.NoError(t, err)
-	f := &fakeNIC{t: t, space: space, bus: bus, chk: chk, ntxd: o.ntxd, nrxd: o.nrxd, segs: o.segs, rxBuf: o.rxBuf,
+	f := &fakeNIC{t: t, space: space, bus: bus, chk: chk, ntxd: o.ntxd, nrxd: o.nrxd, segs: o.segs, width: o.dmaWidth, rxBuf: o.rxBuf,
 		txd: make([]fakeTxd, o.ntxd), rxSlot: make([]uint16, o.nrxd), rxAddr: make([]busdma.BusAddr, o.nrxd),
 		rxDone: make([]fakeRxd, o.nrxd)}
 	if o.cfg.TimerInterval == 0 {
@@ -171,6 +174,7 @@ func (f *fakeNIC) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.TxNSegments = f.segs
 	sc.RxdBufSize[0] = f.rxBuf
 	sc.MinFrameSize = 60
+	sc.DMAWidth = f.width
 	sc.TxRx = f
 	return nil
 }
@@ -217,6 +221,9 @@ func (f *fakeNIC) TxdEncap(pi *iflib.PktInfo) error {
 		idx = (idx + 1) % f.ntxd
 	}
 	pi.NewPIdx = idx
+	if f.encapDone != nil {
+		f.encapDone(pi)
+	}
 	return nil
 }
 
