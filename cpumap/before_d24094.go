@@ -77,24 +77,8 @@ func (a *Allocator) placeBeforeD24094(req Request, set CPUSet, physical bool) (*
 // return the member off steps after cpu, counting in cg_mask order and
 // wrapping.
 func (t *Topology) closeCore(cpu, off int) int {
-	g := t.root
-	if g == nil || !g.Mask.Has(cpu) {
-		return cpu
-	}
-	for {
-		var next *Group
-		for _, ch := range g.Children {
-			if ch.Mask.Has(cpu) {
-				next = ch
-				break
-			}
-		}
-		if next == nil || next.Count <= 1 {
-			break
-		}
-		g = next
-	}
-	if g.Level > ShareL2 || g.Level == ShareNone {
+	g, _ := t.smallestGroup(cpu)
+	if g == nil || !g.sharesL2() {
 		return cpu
 	}
 	rank := 0

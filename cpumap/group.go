@@ -95,9 +95,28 @@ func (t *Topology) shareLevel(mask CPUSet) ShareLevel {
 // in clusters it is another core of the cluster. Like FreeBSD it always
 // returns the same neighbour for a CPU with several.
 func (t *Topology) L2Neighbor(cpu int) int {
-	g := t.root
-	if g == nil || !g.Mask.Has(cpu) {
+	g, alone := t.smallestGroup(cpu)
+	if g == nil || alone || !g.sharesL2() {
 		return -1
+	}
+	for c := g.Mask.First(); c >= 0; c = g.Mask.Next(c) {
+		if c != cpu {
+			return c
+		}
+	}
+	return -1
+}
+
+// smallestGroup descends cpu_top towards cpu as find_l2_neighbor and
+// find_close_core do (find_child_with_core): from the root into the child
+// holding cpu while that child has more than one CPU. It returns the group
+// where the descent stopped, nil if cpu is not in the tree, and alone true
+// if it stopped because the next child was cpu alone (find_l2_neighbor's
+// "no L2 neighbour"; find_close_core keeps the group instead).
+func (t *Topology) smallestGroup(cpu int) (g *Group, alone bool) {
+	g = t.root
+	if g == nil || !g.Mask.Has(cpu) {
+		return nil, false
 	}
 	for {
 		var next *Group
@@ -108,20 +127,15 @@ func (t *Topology) L2Neighbor(cpu int) int {
 			}
 		}
 		if next == nil {
-			break
+			return g, false
 		}
 		if next.Count <= 1 {
-			return -1
+			return g, true
 		}
 		g = next
 	}
-	if g.Level > ShareL2 || g.Level == ShareNone {
-		return -1
-	}
-	for c := g.Mask.First(); c >= 0; c = g.Mask.Next(c) {
-		if c != cpu {
-			return c
-		}
-	}
-	return -1
 }
+
+// sharesL2 reports whether g's members share an L2 cache or closer
+// (cg_level CG_SHARE_L1 or CG_SHARE_L2).
+func (g *Group) sharesL2() bool { return g.Level != ShareNone && g.Level <= ShareL2 }
