@@ -63,40 +63,47 @@ func PlacementTable(t *Topology, reqs []Request, behaviors ...Behavior) (string,
 			fmt.Fprint(w, "\n")
 		}
 	}
-	for _, what := range []string{"tx on its rx cpu", "tx on an L2 neighbour", "distinct cpus"} {
-		fmt.Fprint(w, what)
-		for i := range behaviors {
-			same, near, pairs := 0, 0, 0
-			var used CPUSet
-			for _, pl := range cols[i] {
-				for _, c := range pl.RxCPU {
-					used.Set(c)
-				}
-				for q, c := range pl.TxCPU {
-					used.Set(c)
-					if q >= len(pl.RxCPU) {
-						continue
-					}
-					pairs++
-					switch rx := pl.RxCPU[q]; {
-					case c == rx:
-						same++
-					case t.L2Group(rx).Has(c):
-						near++
-					}
-				}
+	// Per behaviour: TX queues on their RX queue's CPU, on another CPU of
+	// its L2 group, out of the queue pairs; and the distinct CPUs used.
+	type summary struct {
+		same, near, pairs int
+		used              CPUSet
+	}
+	sums := make([]summary, len(behaviors))
+	for i := range behaviors {
+		s := &sums[i]
+		for _, pl := range cols[i] {
+			for _, c := range pl.RxCPU {
+				s.used.Set(c)
 			}
-			switch what {
-			case "tx on its rx cpu":
-				fmt.Fprintf(w, "\t%d/%d", same, pairs)
-			case "tx on an L2 neighbour":
-				fmt.Fprintf(w, "\t%d/%d", near, pairs)
-			default:
-				fmt.Fprintf(w, "\t%d", used.Count())
+			for q, c := range pl.TxCPU {
+				s.used.Set(c)
+				if q >= len(pl.RxCPU) {
+					continue
+				}
+				s.pairs++
+				switch rx := pl.RxCPU[q]; {
+				case c == rx:
+					s.same++
+				case t.L2Group(rx).Has(c):
+					s.near++
+				}
 			}
 		}
-		fmt.Fprintln(w)
 	}
+	fmt.Fprint(w, "tx on its rx cpu")
+	for _, s := range sums {
+		fmt.Fprintf(w, "\t%d/%d", s.same, s.pairs)
+	}
+	fmt.Fprint(w, "\ntx on an L2 neighbour")
+	for _, s := range sums {
+		fmt.Fprintf(w, "\t%d/%d", s.near, s.pairs)
+	}
+	fmt.Fprint(w, "\ndistinct cpus")
+	for _, s := range sums {
+		fmt.Fprintf(w, "\t%d", s.used.Count())
+	}
+	fmt.Fprintln(w)
 	if err := w.Flush(); err != nil {
 		return "", err
 	}
