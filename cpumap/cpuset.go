@@ -197,21 +197,14 @@ func parseCPUNumber(t string) (int, error) {
 	if t == "" {
 		return 0, ErrBadCPUList
 	}
+	n := 0
 	for i := 0; i < len(t); i++ {
 		if t[i] < '0' || t[i] > '9' {
 			return 0, ErrBadCPUList
 		}
-	}
-	t = strings.TrimLeft(t, "0")
-	if t == "" {
-		return 0, nil
-	}
-	if len(t) > len(strconv.Itoa(MaxCPUs)) {
-		return 0, ErrCPURange // too long to be a CPU number, and to convert safely
-	}
-	n, err := strconv.Atoi(t)
-	if err != nil {
-		return 0, ErrBadCPUList
+		if n < MaxCPUs { // once out of range, stay there without overflowing
+			n = n*10 + int(t[i]-'0')
+		}
 	}
 	if n >= MaxCPUs {
 		return 0, ErrCPURange
