@@ -217,15 +217,17 @@ func (a *arena) allocChunks(size, count, align int, contig bool) ([][]byte, erro
 	return out, nil
 }
 
-// allocContig takes npages pages whose bus addresses are contiguous, the
-// first aligned to align, the run not crossing a multiple of boundary (0:
-// none) and lying at or below lowaddr or above highaddr
-// (kmem_alloc_contig(low 0, high lowaddr, alignment, boundary)). It returns
-// the byte offset of the first page.
-func (a *arena) allocContig(npages int, align, boundary uint64, lowaddr, highaddr BusAddr) (int, error) {
-	if npages <= 0 || npages > (a.hi-a.lo)/PageSize {
-		return 0, ErrNoMem
+// allocContig is bus_dmamem_alloc's kmem_alloc_contig(size, low 0, high
+// lowaddr, alignment, boundary): size zeroed bytes at the start of whole
+// pages whose bus addresses are contiguous, the first aligned to align, the
+// run not crossing a multiple of boundary (0: none) and lying at or below
+// lowaddr or above highaddr. The token covers the whole run, for
+// freeContig.
+func (a *arena) allocContig(size int, align, boundary uint64, lowaddr, highaddr BusAddr) ([]byte, memToken, error) {
+	if size <= 0 || size > a.hi-a.lo { // also keeps the page count from overflowing
+		return nil, memToken{}, ErrNoMem
 	}
+	npages := (size + PageSize - 1) / PageSize
 	pm := a.pm
 	ok := func(p0 int) bool {
 		if (p0+npages)*PageSize > a.hi {
@@ -255,14 +257,18 @@ func (a *arena) allocContig(npages int, align, boundary uint64, lowaddr, highadd
 		p, _ := alignUp(e.off, PageSize)
 		for ; p <= e.end-npages*PageSize; p += PageSize {
 			if ok(p >> pageShift) {
-				a.take(i, p, p+npages*PageSize, true)
-				clear(pm.mem[p : p+npages*PageSize])
-				return p, nil
+				n := npages * PageSize
+				a.take(i, p, p+n, true)
+				clear(pm.mem[p : p+n])
+				return pm.mem[p : p+size : p+size], memToken{off: p, n: n}, nil
 			}
 		}
 	}
-	return 0, ErrNoMem
+	return nil, memToken{}, ErrNoMem
 }
+
+// freeContig returns a run from allocContig.
+func (a *arena) freeContig(tok memToken) { _ = a.freeAt(tok.off, tok.n, true) }
 
 // freeAt returns the allocation starting at off, which must be n bytes long
 // (a whole allocation). mem says which kind the caller frees. It returns

@@ -221,18 +221,10 @@ func (b *iommuBackend) access(d *Device, a BusAddr, p []byte, write bool) error 
 	return nil
 }
 
-// allocMem takes contiguous physical pages and maps them like a load.
+// allocMem takes contiguous physical pages; DMAMem loads them like any
+// buffer.
 func (b *iommuBackend) allocMem(t *Tag) ([]byte, memToken, error) {
-	sim := b.s.sim
-	if t.maxsize > sim.contigZ.hi-sim.contigZ.lo {
-		return nil, memToken{}, ErrNoMem
-	}
-	np := (t.maxsize + PageSize - 1) / PageSize
-	s, err := sim.contigZ.allocContig(np, PageSize, 0, MaxAddr, MaxAddr)
-	if err != nil {
-		return nil, memToken{}, err
-	}
-	return sim.pm.mem[s : s+t.maxsize : s+t.maxsize], memToken{off: s, n: np * PageSize}, nil
+	return b.s.sim.contigZ.allocContig(t.maxsize, PageSize, 0, MaxAddr, MaxAddr)
 }
 
-func (b *iommuBackend) freeMem(tok memToken) { _ = b.s.sim.contigZ.freeAt(tok.off, tok.n, true) }
+func (b *iommuBackend) freeMem(tok memToken) { b.s.sim.contigZ.freeContig(tok) }

@@ -199,16 +199,7 @@ func (b *physBackend) access(_ *Device, a BusAddr, p []byte, write bool) error {
 }
 
 func (b *physBackend) allocMem(t *Tag) ([]byte, memToken, error) {
-	if t.maxsize > b.contigZ.hi-b.contigZ.lo {
-		return nil, memToken{}, ErrNoMem
-	}
-	np := (t.maxsize + PageSize - 1) / PageSize
-	align := max(t.alignment, PageSize)
-	s, err := b.contigZ.allocContig(np, align, t.boundary, t.lowaddr, t.highaddr)
-	if err != nil {
-		return nil, memToken{}, err
-	}
-	return b.pm.mem[s : s+t.maxsize : s+t.maxsize], memToken{off: s, n: np * PageSize}, nil
+	return b.contigZ.allocContig(t.maxsize, max(t.alignment, PageSize), t.boundary, t.lowaddr, t.highaddr)
 }
 
-func (b *physBackend) freeMem(tok memToken) { _ = b.contigZ.freeAt(tok.off, tok.n, true) }
+func (b *physBackend) freeMem(tok memToken) { b.contigZ.freeContig(tok) }
