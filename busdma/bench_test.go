@@ -198,7 +198,7 @@ func BenchmarkMapOps(b *testing.B) {
 }
 
 // BenchmarkIOMMUCost is one TX packet's load and unload under the IOMMU
-// model without added cost and with the recommended StrictUnmapTime, so the
+// model without added cost and with the suggested StrictUnmapTime, so the
 // difference shows what UnmapTime costs per packet in wall and CPU time.
 func BenchmarkIOMMUCost(b *testing.B) {
 	for _, c := range []struct {

@@ -21,8 +21,8 @@ type IOMMUConfig struct {
 	// unload), on top of the model's own IOVA allocation and page-table
 	// writes: the hardware work a real IOMMU makes the CPU wait for, chiefly
 	// the IOTLB invalidation of a strict-mode unmap. StrictUnmapTime (700 ns)
-	// is the recommended UnmapTime, from a published measurement; 0, the
-	// default, adds nothing. The spin loop is calibrated once per process,
+	// is a suggested UnmapTime, an order of magnitude from the literature
+	// (see its doc for how firm); 0, the default, adds nothing. The spin loop is calibrated once per process,
 	// so the cost is CPU time, not wall time: a preempted spin takes longer
 	// but burns no more.
 	MapTime, UnmapTime time.Duration

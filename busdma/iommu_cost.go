@@ -7,16 +7,22 @@ import (
 	"time"
 )
 
-// StrictUnmapTime is a recommended IOMMUConfig.UnmapTime: the CPU time of
-// the IOTLB invalidation that a strict-mode unmap waits for on Intel VT-d.
-// Malka, Amit, Ben-Yehuda and Tsafrir measured it at about 2,130 cycles per
-// unmap in Linux's strict mode ("rIOMMU: Efficient IOMMU for I/O Devices that
-// Employ Ring Buffers", ASPLOS 2015, Table 1), which is 700 ns at 3 GHz; Amit
-// et al. found the invalidation to be over 40 % of a whole unmap ("vIOMMU:
-// Efficient IOMMU Emulation", USENIX ATC 2011). FreeBSD's amd64 busdma_iommu
-// also invalidates synchronously at unload (iommu_domain_unload). The model
-// clears its page-table entries and frees the IOVAs itself, so only the
-// invalidation is added. There is no recommended MapTime: a map's IOVA
+// StrictUnmapTime is a suggested IOMMUConfig.UnmapTime: a round figure for
+// the IOTLB invalidation that a strict-mode unmap waits for on Intel VT-d,
+// about 2,130 cycles, some 700 ns at 3 GHz. Nothing in this repository
+// measures it. The cycle count is attributed to Table 1 of Malka, Amit,
+// Ben-Yehuda and Tsafrir, "rIOMMU: Efficient IOMMU for I/O Devices that
+// Employ Ring Buffers" (ASPLOS 2015), but it was copied from a secondary
+// table and has not been checked against the paper; the paper's abstract
+// says only that invalidations are costly enough for systems to defer them.
+// Treat it as an order of magnitude, and set UnmapTime from a measurement
+// of the machine being modelled where one exists.
+//
+// FreeBSD's VT-d unload (dmar_domain_unload) waits for the invalidation only
+// without queued invalidation (domain_flush_iotlb_sync); with it, the
+// invalidation is queued and the IOVAs are freed when it completes. The
+// model clears its page-table entries and frees the IOVAs itself, so only
+// the invalidation is added. There is no suggested MapTime: a map's IOVA
 // allocation and page-table writes are work the model really does.
 const StrictUnmapTime = 700 * time.Nanosecond
 
