@@ -26,8 +26,8 @@ import (
 // allocation and page-table writes are work the model really does.
 const StrictUnmapTime = 700 * time.Nanosecond
 
-// spinCal is the busy-wait calibration: nanoseconds per spin step, measured
-// once per process.
+// spinCal is the busy-wait calibration, spin steps per nanosecond,
+// measured once per process.
 var spinCal struct {
 	once   sync.Once
 	perNs  float64 // steps per nanosecond
