@@ -2,8 +2,9 @@
 
 package prefetch
 
-// Enabled reports whether Addr, Pointer and Lines issue prefetch instructions
-// (amd64 and arm64 without the purego tag) rather than doing nothing.
+// Enabled reports whether Addr, Pointer, Ptr, Bytes and Lines issue prefetch
+// instructions (amd64 and arm64 without the purego tag) rather than doing
+// nothing.
 const Enabled = true
 
 // prefetchAddr issues one read prefetch of the line holding addr
