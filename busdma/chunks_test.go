@@ -11,33 +11,8 @@ import (
 
 // chunkSpaces is every space kind and layout AllocChunks must serve, the
 // pagemap space included where the machine allows it.
-func chunkSpaces(t *testing.T) map[string]busdma.Space {
-	t.Helper()
-	out := map[string]busdma.Space{}
-	for name, l := range map[string]busdma.Layout{
-		"contiguous": busdma.LayoutContiguous, "scattered": busdma.LayoutScattered,
-		"high": busdma.LayoutHigh, "mixed": busdma.LayoutMixed,
-	} {
-		s, err := busdma.NewSimSpace(busdma.SimConfig{Name: name, Size: 4 << 20, Layout: l, Seed: 11})
-		require.NoError(t, err)
-		out[name] = s
-	}
-	io, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 4 << 20, Layout: busdma.LayoutScattered, Seed: 11}})
-	require.NoError(t, err)
-	out["iommu"] = io
-	id, err := busdma.NewIdentitySpace(make([]byte, 4<<20))
-	require.NoError(t, err)
-	out["identity"] = id
-	if pm, err := busdma.NewPagemapSpaceConfig(busdma.PagemapConfig{Size: 4 << 20}); err == nil {
-		t.Cleanup(func() { _ = pm.Close() })
-		out["pagemap"] = pm
-	} else if pm, err := busdma.NewPagemapSpaceConfig(busdma.PagemapConfig{Size: 4 << 20, SmallPages: true}); err == nil {
-		t.Cleanup(func() { _ = pm.Close() })
-		out["pagemap-4k"] = pm
-	} else {
-		t.Logf("pagemap space not tested: %v", err)
-	}
-	return out
+func chunkSpaces(t testing.TB) map[string]busdma.Space {
+	return testSpaces(t, busdma.SimConfig{Size: 4 << 20, Seed: 11}, true)
 }
 
 // Every chunk of every cluster size loads as one segment through a

@@ -13,22 +13,48 @@ import (
 
 // allocSpaces returns one small space of each kind, with a name.
 func allocSpaces(t testing.TB) map[string]busdma.Space {
+	return testSpaces(t, busdma.SimConfig{Size: 1 << 20, Seed: 7, ContigSize: 1 << 16}, false)
+}
+
+// testSpaces returns one space of each kind, by name: a SimSpace per layout
+// ("contiguous", "scattered", "high", "mixed"), an IOMMU space over
+// scattered pages ("iommu") and an identity space of cfg.Size bytes
+// ("identity"); with pagemap also a PagemapSpace where the machine allows
+// one ("pagemap" on hugepages, else "pagemap-4k"). cfg gives the simulated
+// spaces their sizes and seed.
+func testSpaces(t testing.TB, cfg busdma.SimConfig, pagemap bool) map[string]busdma.Space {
 	t.Helper()
 	out := map[string]busdma.Space{}
 	for name, l := range map[string]busdma.Layout{
 		"contiguous": busdma.LayoutContiguous, "scattered": busdma.LayoutScattered,
 		"high": busdma.LayoutHigh, "mixed": busdma.LayoutMixed,
 	} {
-		s, err := busdma.NewSimSpace(busdma.SimConfig{Name: name, Size: 1 << 20, Layout: l, Seed: 7, ContigSize: 1 << 16})
+		c := cfg
+		c.Name, c.Layout = name, l
+		s, err := busdma.NewSimSpace(c)
 		require.NoError(t, err)
 		out[name] = s
 	}
-	io, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20, Layout: busdma.LayoutScattered, ContigSize: 1 << 16}})
+	c := cfg
+	c.Layout = busdma.LayoutScattered
+	io, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: c})
 	require.NoError(t, err)
 	out["iommu"] = io
-	id, err := busdma.NewIdentitySpace(make([]byte, 1<<20))
+	id, err := busdma.NewIdentitySpace(make([]byte, cfg.Size))
 	require.NoError(t, err)
 	out["identity"] = id
+	if !pagemap {
+		return out
+	}
+	if pm, err := busdma.NewPagemapSpaceConfig(busdma.PagemapConfig{Size: cfg.Size}); err == nil {
+		t.Cleanup(func() { _ = pm.Close() })
+		out["pagemap"] = pm
+	} else if pm, err := busdma.NewPagemapSpaceConfig(busdma.PagemapConfig{Size: cfg.Size, SmallPages: true}); err == nil {
+		t.Cleanup(func() { _ = pm.Close() })
+		out["pagemap-4k"] = pm
+	} else {
+		t.Logf("pagemap space not tested: %v", err)
+	}
 	return out
 }
 
