@@ -216,6 +216,8 @@ func TestSyntheticErrors(t *testing.T) {
 func FuzzPlace(f *testing.F) {
 	f.Add(uint8(1), uint8(4), uint8(2), uint8(0), uint8(0), uint16(4), uint16(4), uint8(3), int32(-1))
 	f.Add(uint8(2), uint8(8), uint8(1), uint8(2), uint8(1), uint16(3), uint16(7), uint8(7), int32(9))
+	f.Add(uint8(1), uint8(4), uint8(2), uint8(0), uint8(0), uint16(4), uint16(4), uint8(3|16), int32(-1))    // intended, released
+	f.Add(uint8(1), uint8(8), uint8(1), uint8(2), uint8(0), uint16(8), uint16(8), uint8(2<<2|16), int32(-1)) // before D24094, released
 	f.Fuzz(func(t *testing.T, pkgs, cores, threads, l2, numbering uint8, nrx, ntx uint16, flags uint8, off int32) {
 		tp, err := Synthetic(SyntheticConfig{Packages: int(pkgs % 4), CoresPerPackage: int(cores % 17), ThreadsPerCore: int(threads % 5),
 			L2CoresPerGroup: int(l2 % 5), SiblingNumbering: SiblingNumbering(numbering % 3)})
@@ -227,7 +229,9 @@ func FuzzPlace(f *testing.F) {
 		if off >= 0 {
 			pol.CoreOffset = Offset(int(off))
 		}
-		b := Behavior(flags >> 2 % 4) // 3 is not a behaviour: ErrBehavior
+		// flags: bit 0 separate_txrx, bit 1 use_logical_cores, bits 2-3 the
+		// behaviour (3 is none: ErrBehavior), bit 4 release each placement.
+		b := Behavior(flags >> 2 % 4)
 		a := NewAllocator(tp, AllocatorOptions{Behavior: b})
 		for range 2 {
 			pl, err := a.Place(Request{Device: "f", RxQueues: int(nrx % 300), TxQueues: int(ntx % 300), Policy: pol})
@@ -242,7 +246,7 @@ func FuzzPlace(f *testing.F) {
 			} else {
 				checkInvariants(t, tp, pl)
 			}
-			if flags&8 != 0 {
+			if flags&16 != 0 {
 				pl.Release()
 			}
 		}
