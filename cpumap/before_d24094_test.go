@@ -205,4 +205,7 @@ func TestDefaultAllocator(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, disc.Online(), a.Topology().Online())
 	assert.True(t, strings.Contains(a.Topology().String(), "topology"))
+	// That holds for any topology; the whole description must be Discover's:
+	// the same machine, source, groups and cache line.
+	assert.Equal(t, disc.String(), a.Topology().String())
 }
