@@ -131,8 +131,20 @@ func TestIOMMUCostCountsWork(t *testing.T) {
 		_ = m.Unload()
 	}
 	require.Equal(t, busdma.IOMMUStats{Maps: 10, Unmaps: 10, PagesMapped: 10, PagesUnmapped: 10}, s.Stats())
-	for _, cfg := range []busdma.IOMMUConfig{{MapTime: -1}, {UnmapTime: -time.Nanosecond}, {UnmapTime: 2 * time.Second}} {
-		require.ErrorIs(t, errOf(busdma.NewIOMMUSpace(cfg)), busdma.ErrInvalid, "%+v", cfg)
+	for _, c := range []struct {
+		cfg   busdma.IOMMUConfig
+		field string
+	}{
+		{busdma.IOMMUConfig{MapTime: -1}, "IOMMUConfig.MapTime"},
+		{busdma.IOMMUConfig{MapTime: 2 * time.Second}, "IOMMUConfig.MapTime"},
+		{busdma.IOMMUConfig{UnmapTime: -time.Nanosecond}, "IOMMUConfig.UnmapTime"},
+		{busdma.IOMMUConfig{UnmapTime: 2 * time.Second}, "IOMMUConfig.UnmapTime"},
+	} {
+		err := errOf(busdma.NewIOMMUSpace(c.cfg))
+		require.ErrorIs(t, err, busdma.ErrInvalid, "%+v", c.cfg)
+		var ce *busdma.ConfigError
+		require.ErrorAs(t, err, &ce, "%+v", c.cfg)
+		require.Equal(t, c.field, ce.Field, "%+v", c.cfg)
 	}
 	require.ErrorIs(t, errOf(busdma.NewSimSpace(busdma.SimConfig{Base: 0x123})), busdma.ErrInvalid)
 	require.ErrorIs(t, errOf(busdma.NewSimSpace(busdma.SimConfig{Base: 0x0100_0000})), busdma.ErrInvalid, "arena overlapping the contig zone")
