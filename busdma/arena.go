@@ -304,7 +304,7 @@ func (a *arena) freeAt(off, n int, mem bool) error {
 	return nil
 }
 
-// free returns memory from alloc or allocChunks: b must be exactly what was
+// freeBytes returns memory from alloc or allocChunks: b must be exactly what was
 // handed out (same first byte, same length).
 func (a *arena) freeBytes(b []byte) error {
 	if len(b) == 0 {

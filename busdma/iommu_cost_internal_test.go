@@ -15,7 +15,7 @@ func TestSpinStepsScaleWithTime(t *testing.T) {
 	}
 }
 
-func TestIOMMUCostPrecedence(t *testing.T) {
+func TestIOMMUCostFollowsConfig(t *testing.T) {
 	c := newIOMMUCost(IOMMUConfig{MapTime: time.Microsecond, UnmapTime: 2 * time.Microsecond})
 	if c.mapSteps != spinStepsFor(time.Microsecond) || c.unmapSteps != spinStepsFor(2*time.Microsecond) {
 		t.Fatalf("%+v: the steps follow MapTime and UnmapTime", c)

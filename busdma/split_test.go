@@ -109,7 +109,7 @@ func TestLoadScatteredPages(t *testing.T) {
 	mt := mustMap(t, tight)
 	pre := []busdma.Segment{seg(1, 1)}
 	got, err := mt.Load(buf, pre)
-	require.ErrorIs(t, err, busdma.ErrTooBig, "want ErrTooBig, got")
+	require.ErrorIs(t, err, busdma.ErrTooBig, "more segments than NSegments")
 	if len(got) != 1 || got[0] != pre[0] || mt.Loaded() {
 		t.Fatalf("failed load changed state: segs %v loaded %v", got, mt.Loaded())
 	}
