@@ -38,7 +38,6 @@ type handForwarder struct {
 	stop    atomic.Bool
 	done    chan struct{}
 	started bool
-	fwd     atomic.Uint64 // frames put on the TX ring
 	kicks   atomic.Uint64 // sendto(2) calls
 	polls   atomic.Uint64 // poll(2) calls
 }
@@ -123,7 +122,6 @@ func (h *handForwarder) loop() {
 			in.rx.release()
 			out.tx.cachedProd += n
 			out.tx.publish()
-			h.fwd.Add(uint64(n))
 		}
 		// One kick per burst, and one for what an earlier kick left
 		// (the kernel's budget, back-pressure) before going idle.

@@ -88,6 +88,19 @@ func assertClean(t testing.TB, rig *Rig, iface string) {
 	}
 }
 
+// ids returns the kernel's ids of the loaded program and its XSKMAP (0
+// when the kernel does not say), for requireGone.
+func (r *xdpRedirect) ids(t testing.TB) (ebpf.ProgramID, ebpf.MapID) {
+	t.Helper()
+	pi, err := r.prog.Info()
+	require.NoError(t, err)
+	mi, err := r.xsks.Info()
+	require.NoError(t, err)
+	prog, _ := pi.ID()
+	m, _ := mi.ID()
+	return prog, m
+}
+
 // requireGone waits until the kernel has no program and no map with these
 // ids (ENOENT from BPF_PROG_GET_FD_BY_ID / BPF_MAP_GET_FD_BY_ID).
 func requireGone(t testing.TB, prog ebpf.ProgramID, m ebpf.MapID) {

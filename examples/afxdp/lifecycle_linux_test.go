@@ -94,7 +94,7 @@ func TestStopDetachInFlight(t *testing.T) {
 		r0, o0 := received.Load(), ctx.Counter(iflib.IfCounterOPackets)
 		require.NoError(t, ctx.Init(), "round %d", round)
 		require.Equal(t, 1, xskCount(t, rig), "the queue's socket")
-		progID, mapID := d.prog.progID, d.prog.mapID
+		progID, mapID := d.prog.ids(t)
 		require.True(t, waitFor(t, 5*time.Second, func() bool {
 			return received.Load() > r0+200 && ctx.Counter(iflib.IfCounterOPackets) > o0+200
 		}), "round %d: traffic did not flow: rx %d tx %d (driver %+v)", round, received.Load()-r0, ctx.Counter(iflib.IfCounterOPackets)-o0, d.Stats())

@@ -44,9 +44,6 @@ type xdpRedirect struct {
 	xsks *ebpf.Map
 	prog *ebpf.Program
 	lnk  link.Link
-
-	progID ebpf.ProgramID
-	mapID  ebpf.MapID
 }
 
 // xdpMDRxQueueIndex is offsetof(struct xdp_md, rx_queue_index)
@@ -83,14 +80,7 @@ func loadRedirect(entries int) (*xdpRedirect, error) {
 		_ = m.Close()
 		return nil, bpfErr("load XDP program", err)
 	}
-	r := &xdpRedirect{xsks: m, prog: p}
-	if info, err := p.Info(); err == nil {
-		r.progID, _ = info.ID()
-	}
-	if info, err := m.Info(); err == nil {
-		r.mapID, _ = info.ID()
-	}
-	return r, nil
+	return &xdpRedirect{xsks: m, prog: p}, nil
 }
 
 func bpfErr(what string, err error) error {

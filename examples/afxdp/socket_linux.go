@@ -44,7 +44,6 @@ type ringSizes struct {
 // registration of the UMEM and all four rings.
 type xsk struct {
 	fd       int
-	queue    int
 	fill     ring // XDP_UMEM_FILL_RING: we produce free frames
 	comp     ring // XDP_UMEM_COMPLETION_RING: the kernel returns sent frames
 	rx       ring // XDP_RX_RING: the kernel produces received frames
@@ -158,7 +157,6 @@ func (s *xsk) setup(u *UMEM, sz ringSizes) error {
 // zero-copy; logf reports a zero-copy fallback. EBUSY (the queue's previous
 // socket still being released) is retried for up to bindBusyWait.
 func (s *xsk) bind(ifindex, queue int, mode BindMode, logf func(string, ...any)) error {
-	s.queue = queue
 	try := func(flags uint16) error {
 		sa := &unix.SockaddrXDP{Flags: flags | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(queue)}
 		deadline := time.Now().Add(bindBusyWait)
