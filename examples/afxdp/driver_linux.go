@@ -89,9 +89,9 @@ func Shared(frameSize int) *iflib.SharedCtx {
 // Attach checks the interface and registers the driver with iflib. The
 // attachment's Driver, Shared and Bus are filled in here; the rest (Input,
 // Config, filters) comes from a, except the ring sizes, which come from
-// cfg. Errors: ErrNoInterface,
-// ErrQueueID, ErrFrameTooBig, ErrUMEMTooSmall, ErrConfig, or an iflib
-// *ConfigError.
+// cfg. Errors: ErrNoInterface, ErrQueueID, ErrFrameTooBig,
+// ErrUMEMTooSmall, ErrConfig, ErrClosed (Config.UMEM was closed), or an
+// iflib *ConfigError.
 func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	if err := cfg.resolve(); err != nil {
 		return nil, err

@@ -24,14 +24,14 @@ var (
 	ErrUMEMTooSmall = errors.New("afxdp: UMEM too small")
 	// ErrFrameTooBig: the interface's MTU does not fit in one UMEM frame
 	// after XDP_PACKET_HEADROOM, and this driver does not take multi-buffer
-	// (XDP_PKT_CONTD) receives; or a transmit segment would cross a frame.
+	// (XDP_PKT_CONTD) receives.
 	ErrFrameTooBig = errors.New("afxdp: frame larger than one UMEM frame")
 	// ErrZeroCopy: XDP_ZEROCOPY was required but the driver of the
 	// interface has no zero-copy support (EOPNOTSUPP from bind).
 	ErrZeroCopy = errors.New("afxdp: zero-copy not supported by the interface's driver")
 	// ErrConfig: an invalid Config field (ring sizes, modes).
 	ErrConfig = errors.New("afxdp: invalid configuration")
-	// ErrClosed: the UMEM was closed, or is still in use by a driver.
+	// ErrClosed: the UMEM was closed (Attach on it, a second Close).
 	ErrClosed = errors.New("afxdp: UMEM closed")
 	// ErrBusy: the UMEM still backs an attached driver.
 	ErrBusy = errors.New("afxdp: UMEM in use")

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/goiflib/goiflib/iflib"
 )
@@ -17,7 +18,7 @@ func linkState(a *netlink.LinkAttrs) iflib.LinkState {
 	case netlink.OperUp:
 		return iflib.LinkStateUp
 	case netlink.OperUnknown:
-		if a.Flags&net.FlagUp != 0 && a.RawFlags&0x40 != 0 { // IFF_RUNNING
+		if a.Flags&net.FlagUp != 0 && a.RawFlags&unix.IFF_RUNNING != 0 {
 			return iflib.LinkStateUp
 		}
 	}
