@@ -21,8 +21,9 @@ type ForwardOptions struct {
 	// FrameLen is the generated frame's length (default 64, the minimum
 	// Ethernet frame with its FCS; veth carries no FCS).
 	FrameLen int
-	// NRxd and NTxd are the forwarders' ring sizes (default 1024); both
-	// forwarders size their four rings alike (see Driver).
+	// NRxd and NTxd are the forwarders' ring sizes (default DefaultNRxd,
+	// DefaultNTxd); both forwarders size their four rings alike (see
+	// Driver).
 	NRxd, NTxd int
 	// Burst is the most frames either forwarder takes from the RX ring in
 	// one pass: iflib's rx_budget (it overrides Iflib.RxBudget) and the
@@ -240,7 +241,7 @@ func startIflibForwarder(rig *Rig, mode XDPMode, opts ForwardOptions) (*iflibFor
 	p0, p1 := rig.Pairs[0], rig.Pairs[1]
 	nrxd, ntxd := opts.NRxd, opts.NTxd
 	const outRx = 64
-	zoneA, zoneB := 2*nrxd+1024, 2*outRx
+	zoneA, zoneB := defaultRxZone(nrxd), 2*outRx
 	u, err := NewUMEM(UMEMConfig{Frames: zoneA + zoneB + 64})
 	if err != nil {
 		return nil, err

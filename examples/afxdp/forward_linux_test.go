@@ -30,7 +30,7 @@ func newFwdRig(t *testing.T, mode XDPMode, nrxd int) *fwdRig {
 	f := &fwdRig{rig: newRig(t, RigConfig{Pairs: 2})}
 	p0, p1 := f.rig.Pairs[0], f.rig.Pairs[1]
 	var err error
-	f.u, err = NewUMEM(UMEMConfig{Frames: 2 * (2*nrxd + 1024 + 64)})
+	f.u, err = NewUMEM(UMEMConfig{Frames: 2 * (defaultRxZone(nrxd) + 64)})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, f.u.Close()) })
 	chk := checker(t)
@@ -40,7 +40,7 @@ func newFwdRig(t *testing.T, mode XDPMode, nrxd int) *fwdRig {
 	ctxB := f.b.Context()
 	dst := p1.BMAC
 	f.a, err = Attach(Config{Interface: p0.A, NetNS: f.rig.NetNSPath(), UMEM: f.u, XDPMode: mode, NRxd: nrxd, NTxd: 64, Checker: chk},
-		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: 2*nrxd + 1024}, Input: func(_ int, pkts []*iflib.Packet) {
+		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: defaultRxZone(nrxd)}, Input: func(_ int, pkts []*iflib.Packet) {
 			for _, m := range pkts {
 				copy(m.Bytes()[0:6], dst)
 				if ctxB.Transmit(m) != nil {
