@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
 
 	"github.com/goiflib/goiflib/iflib"
 )
@@ -106,7 +107,7 @@ func TestAttachBadInput(t *testing.T) {
 	before.requireSame(t, rig)
 }
 
-func mustLink(t *testing.T, rig *Rig, name string) netlinkLink {
+func mustLink(t *testing.T, rig *Rig, name string) netlink.Link {
 	l, err := rig.Netlink().LinkByName(name)
 	require.NoError(t, err)
 	return l

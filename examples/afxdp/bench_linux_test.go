@@ -2,8 +2,6 @@ package afxdp
 
 import (
 	"context"
-	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -130,20 +128,4 @@ func TestRunForward(t *testing.T) {
 	assert.LessOrEqual(t, g, g0, "goroutines left running")
 	_, err = RunForward(context.Background(), ForwardOptions{Duration: 10 * time.Millisecond, Forwarders: []string{"nope"}})
 	assert.ErrorIs(t, err, ErrConfig)
-}
-
-// processObjects is the process's open file descriptors (by target) and
-// its goroutine count.
-func processObjects(t testing.TB) ([]string, int) {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	var fds []string
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			fds = append(fds, target)
-		}
-	}
-	slices.Sort(fds)
-	return fds, runtime.NumGoroutine()
 }

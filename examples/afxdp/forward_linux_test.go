@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -29,17 +30,13 @@ func newFwdRig(t *testing.T, mode XDPMode, nrxd int) *fwdRig {
 	t.Helper()
 	f := &fwdRig{rig: newRig(t, RigConfig{Pairs: 2})}
 	p0, p1 := f.rig.Pairs[0], f.rig.Pairs[1]
-	var err error
-	f.u, err = NewUMEM(UMEMConfig{Frames: 2 * (defaultRxZone(nrxd) + 64)})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, f.u.Close()) })
-	chk := checker(t)
-	f.b, err = Attach(Config{Interface: p1.A, NetNS: f.rig.NetNSPath(), UMEM: f.u, XDPMode: mode, NRxd: 64, NTxd: nrxd, Checker: chk},
+	f.u = newUMEM(t, 2*(defaultRxZone(nrxd)+64))
+	chk := busdmatest.NewChecker(t)
+	var ctxB *iflib.Context
+	f.b, ctxB = startDriver(t, f.rig, Config{Interface: p1.A, UMEM: f.u, XDPMode: mode, NRxd: 64, NTxd: nrxd, Checker: chk},
 		iflib.Attachment{Config: iflib.Config{Unit: 1, RxZoneSize: 64}})
-	require.NoError(t, err)
-	ctxB := f.b.Context()
 	dst := p1.BMAC
-	f.a, err = Attach(Config{Interface: p0.A, NetNS: f.rig.NetNSPath(), UMEM: f.u, XDPMode: mode, NRxd: nrxd, NTxd: 64, Checker: chk},
+	f.a, _ = startDriver(t, f.rig, Config{Interface: p0.A, UMEM: f.u, XDPMode: mode, NRxd: nrxd, NTxd: 64, Checker: chk},
 		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: defaultRxZone(nrxd)}, Input: func(_ int, pkts []*iflib.Packet) {
 			for _, m := range pkts {
 				copy(m.Bytes()[0:6], dst)
@@ -48,12 +45,7 @@ func newFwdRig(t *testing.T, mode XDPMode, nrxd int) *fwdRig {
 				}
 			}
 		}})
-	require.NoError(t, err)
-	require.NoError(t, ctxB.Init())
-	require.NoError(t, f.a.Context().Init())
-	for _, c := range []*iflib.Context{f.a.Context(), ctxB} {
-		require.True(t, waitFor(t, 2*time.Second, func() bool { return c.LinkState() == iflib.LinkStateUp }))
-	}
+	var err error
 	f.gen, err = f.rig.OpenRaw(p0.B)
 	require.NoError(t, err)
 	f.sink, err = f.rig.OpenRaw(p1.B)
@@ -116,35 +108,19 @@ func TestForward(t *testing.T) {
 			f := newFwdRig(t, mode, 256)
 			p0, p1 := f.rig.Pairs[0], f.rig.Pairs[1]
 			const n = 2000
+			size := func(i int) int { return 60 + (i*89)%(1514-60+1) }
+			wbuf := make([]byte, 1514)
+			peer := newPeerFrames(t, f.sink, func(i int) []byte { return TestFrame(wbuf, size(i), p1.BMAC, p0.BMAC, uint64(i)) })
 			buf := make([]byte, 1514)
-			rbuf := make([]byte, 2048)
-			got := 0
-			// recv reads until the sink has target frames or d passes.
-			recv := func(target int, d time.Duration) {
-				deadline := time.Now().Add(d)
-				for got < target && time.Now().Before(deadline) {
-					m, err := f.sink.Recv(rbuf, 10*time.Millisecond)
-					require.NoError(t, err)
-					if m == 0 {
-						continue
-					}
-					want := TestFrame(buf, 60+(got*89)%(1514-60+1), p1.BMAC, p0.BMAC, uint64(got))
-					require.Equal(t, want, rbuf[:m], "frame %d", got)
-					got++
-				}
-			}
 			for i := 0; i < n; i++ {
-				fr := TestFrame(buf, 60+(i*89)%(1514-60+1), p0.AMAC, p0.BMAC, uint64(i))
-				for f.gen.Send(fr) != nil {
-					time.Sleep(50 * time.Microsecond)
-				}
+				sendRetry(t, f.gen, TestFrame(buf, size(i), p0.AMAC, p0.BMAC, uint64(i)))
 				if i%32 == 31 {
-					recv(i-64, 2*time.Second)
+					peer.recvUntil(i-64, 2*time.Second)
 				}
 			}
-			recv(n, 5*time.Second)
+			peer.recvUntil(n, 5*time.Second)
 			drops, parts := f.drops(t)
-			require.Equal(t, n, got, "forwarded; drops %v", parts)
+			require.Equal(t, n, peer.got, "forwarded; drops %v", parts)
 			require.Zero(t, drops, "drops %v", parts)
 			f.detach(t)
 		})
@@ -158,7 +134,7 @@ func TestForward(t *testing.T) {
 func TestForwardConservation(t *testing.T) {
 	needAFXDP(t)
 	f := newFwdRig(t, XDPNative, 64)
-	p0, p1 := f.rig.Pairs[0], f.rig.Pairs[1]
+	p0 := f.rig.Pairs[0]
 	n := 20000
 	if testing.Short() {
 		n = 5000
@@ -202,7 +178,6 @@ func TestForwardConservation(t *testing.T) {
 		}
 		sent++
 	}
-	_ = p1
 	var drops uint64
 	var parts map[string]uint64
 	settled := waitFor(t, 10*time.Second, func() bool {

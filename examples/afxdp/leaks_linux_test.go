@@ -13,10 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/require"
-	"github.com/vishvananda/netlink"
 )
-
-type netlinkLink = netlink.Link
 
 // objects is what a process and a namespace hold that the driver could
 // leak: the process's open file descriptors (by target: socket:[ino],
@@ -33,15 +30,7 @@ type objects struct {
 func snapshot(t testing.TB, rig *Rig) objects {
 	t.Helper()
 	var o objects
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			o.fds = append(o.fds, target)
-		}
-	}
-	slices.Sort(o.fds)
-	o.goroutines = runtime.NumGoroutine()
+	o.fds, o.goroutines = processObjects(t)
 	o.xsks = xskCount(t, rig)
 	for _, p := range rig.Pairs {
 		for _, name := range []string{p.A, p.B} {
@@ -53,6 +42,22 @@ func snapshot(t testing.TB, rig *Rig) objects {
 		}
 	}
 	return o
+}
+
+// processObjects is the process's open file descriptors (by target,
+// sorted) and its goroutine count.
+func processObjects(t testing.TB) ([]string, int) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	var fds []string
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			fds = append(fds, target)
+		}
+	}
+	slices.Sort(fds)
+	return fds, runtime.NumGoroutine()
 }
 
 // requireSame waits briefly for asynchronous releases (the kernel frees

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -25,14 +26,12 @@ func TestStopDetachInFlight(t *testing.T) {
 	raw, err := rig.OpenRaw(p.B)
 	require.NoError(t, err)
 	defer raw.Close()
-	u, err := NewUMEM(UMEMConfig{Frames: 4096})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, u.Close()) }()
+	u := newUMEM(t, 4096)
 	txz, err := u.NewZone("tx", 256)
 	require.NoError(t, err)
 
 	var received atomic.Uint64
-	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 256, NTxd: 256, Checker: checker(t)},
+	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 256, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 		iflib.Attachment{
 			Config: iflib.Config{RxZoneSize: 1024},
 			Input: func(_ int, pkts []*iflib.Packet) {
@@ -47,40 +46,37 @@ func TestStopDetachInFlight(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { // the peer sends
-		defer wg.Done()
-		buf := make([]byte, 1514)
-		for i := uint64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	// spin runs send(0), send(1), ... on its own goroutine until stop.
+	spin := func(send func(i uint64, buf []byte)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 1514)
+			for i := uint64(0); ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				send(i, buf)
 			}
-			_ = raw.Send(TestFrame(buf, 60+int(i%1400), p.AMAC, p.BMAC, i))
-			if i%32 == 0 {
-				time.Sleep(100 * time.Microsecond)
-			}
+		}()
+	}
+	spin(func(i uint64, buf []byte) { // the peer sends
+		_ = raw.Send(TestFrame(buf, 60+int(i%1400), p.AMAC, p.BMAC, i))
+		if i%32 == 0 {
+			time.Sleep(100 * time.Microsecond)
 		}
-	}()
-	go func() { // the driver sends
-		defer wg.Done()
-		buf := make([]byte, 1514)
-		for i := uint64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			m, err := txz.Get()
-			if err != nil {
-				time.Sleep(50 * time.Microsecond)
-				continue
-			}
-			m.Append(TestFrame(buf, 60+int(i%1400), p.BMAC, p.AMAC, i))
-			_ = ctx.Transmit(m) // ErrNotRunning while stopped: freed by iflib
+	})
+	spin(func(i uint64, buf []byte) { // the driver sends
+		m, err := txz.Get()
+		if err != nil {
+			time.Sleep(50 * time.Microsecond)
+			return
 		}
-	}()
+		m.Append(TestFrame(buf, 60+int(i%1400), p.BMAC, p.AMAC, i))
+		_ = ctx.Transmit(m) // ErrNotRunning while stopped: freed by iflib
+	})
 	defer func() {
 		select {
 		case <-stop:

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -17,20 +18,14 @@ func TestTwoQueues(t *testing.T) {
 	needAFXDP(t)
 	rig := newRig(t, RigConfig{Queues: 2})
 	p := rig.Pairs[0]
-	u, err := NewUMEM(UMEMConfig{Frames: 4096})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, u.Close()) }()
+	u := newUMEM(t, 4096)
 	txz, err := u.NewZone("tx", 256)
 	require.NoError(t, err)
 	sk := newSink()
-	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, QueueIDs: []int{0, 1}, NRxd: 128, NTxd: 128, Checker: checker(t)},
+	_, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, QueueIDs: []int{0, 1}, NRxd: 128, NTxd: 128, Checker: busdmatest.NewChecker(t)},
 		iflib.Attachment{Input: sk.input, Config: iflib.Config{RxZoneSize: 512}})
-	require.NoError(t, err)
-	ctx := d.Context()
 	require.Equal(t, 2, ctx.NumRxQueues())
-	require.NoError(t, ctx.Init())
 	require.Equal(t, 2, xskCount(t, rig), "one socket per queue")
-	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
 
 	raw, err := rig.OpenRaw(p.B)
 	require.NoError(t, err)
@@ -38,9 +33,7 @@ func TestTwoQueues(t *testing.T) {
 	buf := make([]byte, 128)
 	const n = 500
 	for i := 0; i < n; i++ {
-		for raw.Send(TestFrame(buf, 100, p.AMAC, p.BMAC, uint64(i))) != nil {
-			time.Sleep(50 * time.Microsecond)
-		}
+		sendRetry(t, raw, TestFrame(buf, 100, p.AMAC, p.BMAC, uint64(i)))
 		if i%32 == 31 {
 			waitFor(t, time.Second, func() bool { return sk.count() >= i-64 })
 		}
@@ -73,16 +66,10 @@ func TestLinkState(t *testing.T) {
 	needAFXDP(t)
 	rig := newRig(t, RigConfig{})
 	p := rig.Pairs[0]
-	u, err := NewUMEM(UMEMConfig{Frames: 2048})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, u.Close()) }()
+	u := newUMEM(t, 2048)
 	txz, err := u.NewZone("tx", 8)
 	require.NoError(t, err)
-	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 64, NTxd: 64}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
-	require.NoError(t, err)
-	ctx := d.Context()
-	require.NoError(t, ctx.Init())
-	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
+	_, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
 	require.NoError(t, rig.SetLink(p.B, false))
 	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateDown }), "link stayed %v", ctx.LinkState())
 	m, _ := txz.Get()

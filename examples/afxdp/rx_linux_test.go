@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -19,12 +20,8 @@ func TestRxFromPeer(t *testing.T) {
 			rig := newRig(t, RigConfig{})
 			p := rig.Pairs[0]
 			sk := newSink()
-			d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), XDPMode: mode, NRxd: 256, NTxd: 256, Checker: checker(t)},
+			d, ctx := startDriver(t, rig, Config{Interface: p.A, XDPMode: mode, NRxd: 256, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 				iflib.Attachment{Input: sk.input, Config: iflib.Config{RxZoneSize: 1024}})
-			require.NoError(t, err)
-			ctx := d.Context()
-			require.NoError(t, ctx.Init())
-			require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }), "link never came up")
 
 			raw, err := rig.OpenRaw(p.B)
 			require.NoError(t, err)
@@ -36,13 +33,7 @@ func TestRxFromPeer(t *testing.T) {
 				size := 60 + (i*97)%(1514-60+1) // 60..1514, copy path and cluster path
 				f := TestFrame(buf, size, p.AMAC, p.BMAC, uint64(i))
 				want = append(want, append([]byte(nil), f...))
-				for {
-					err := raw.Send(f)
-					if err == nil {
-						break
-					}
-					time.Sleep(50 * time.Microsecond) // ENOBUFS: veth's queue is full; resend
-				}
+				sendRetry(t, raw, f)
 				if i%32 == 31 {
 					waitFor(t, time.Second, func() bool { return sk.count() >= i-64 })
 				}

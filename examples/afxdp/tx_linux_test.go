@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/busdma/busdmatest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -20,54 +21,36 @@ func TestTxToPeer(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			rig := newRig(t, RigConfig{})
 			p := rig.Pairs[0]
-			u, err := NewUMEM(UMEMConfig{Frames: 4096})
-			require.NoError(t, err)
-			defer func() { require.NoError(t, u.Close()) }()
+			u := newUMEM(t, 4096)
 			txz, err := u.NewZone("tx", 512)
 			require.NoError(t, err)
-			d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 128, NTxd: 256, Checker: checker(t)},
+			d, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 128, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 				iflib.Attachment{Config: iflib.Config{TxMode: mode, RxZoneSize: 512}})
-			require.NoError(t, err)
-			ctx := d.Context()
-			require.NoError(t, ctx.Init())
-			require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
 			raw, err := rig.OpenRaw(p.B)
 			require.NoError(t, err)
 			defer raw.Close()
 
 			const n = 3000
-			buf := make([]byte, 1514)
-			rbuf := make([]byte, 2048)
-			got := 0
-			recv := func(wait time.Duration) {
-				for {
-					m, err := raw.Recv(rbuf, wait)
-					require.NoError(t, err)
-					if m == 0 {
-						return
-					}
-					want := TestFrame(buf, 60+(got*131)%(1514-60+1), p.BMAC, p.AMAC, uint64(got))
-					require.Equal(t, want, rbuf[:m], "frame %d", got)
-					got++
-				}
+			frame := func(buf []byte, i int) []byte {
+				return TestFrame(buf, 60+(i*131)%(1514-60+1), p.BMAC, p.AMAC, uint64(i))
 			}
+			wbuf := make([]byte, 1514)
+			peer := newPeerFrames(t, raw, func(i int) []byte { return frame(wbuf, i) })
+			buf := make([]byte, 1514)
 			for i := 0; i < n; i++ {
 				m, err := txz.Get()
 				for err != nil { // zone empty: packets still on the TX ring
-					recv(time.Millisecond)
+					peer.recvUntil(n, time.Millisecond)
 					m, err = txz.Get()
 				}
-				m.Append(TestFrame(buf, 60+(i*131)%(1514-60+1), p.BMAC, p.AMAC, uint64(i)))
+				m.Append(frame(buf, i))
 				require.NoError(t, ctx.Transmit(m))
 				if i%64 == 63 {
-					recv(0)
+					peer.recvUntil(n, 0)
 				}
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for got < n && time.Now().Before(deadline) {
-				recv(10 * time.Millisecond)
-			}
-			require.Equal(t, n, got, "frames at the peer (driver %+v)", d.Stats())
+			peer.recvUntil(n, 5*time.Second)
+			require.Equal(t, n, peer.got, "frames at the peer (driver %+v)", d.Stats())
 			assert.Equal(t, uint64(n), ctx.Counter(iflib.IfCounterOPackets))
 			assert.Zero(t, d.Stats().TxInvalidDescs)
 			require.NoError(t, ctx.Detach())
@@ -83,21 +66,15 @@ func TestTxRefused(t *testing.T) {
 	needAFXDP(t)
 	rig := newRig(t, RigConfig{})
 	p := rig.Pairs[0]
-	u, err := NewUMEM(UMEMConfig{Frames: 2048})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, u.Close()) }()
+	u := newUMEM(t, 2048)
 	txz, err := u.NewZone("tx", 8)
 	require.NoError(t, err)
 	sim, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
 	require.NoError(t, err)
 	foreign, err := iflib.NewZone(sim, "foreign", 2048, 4)
 	require.NoError(t, err)
-	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 64, NTxd: 64},
+	d, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64},
 		iflib.Attachment{Config: iflib.Config{RxZoneSize: 256, TxMode: iflib.TxModeSimple}})
-	require.NoError(t, err)
-	ctx := d.Context()
-	require.NoError(t, ctx.Init())
-	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
 
 	big, _ := txz.Get()
 	big.Append(make([]byte, big.Cap()))
@@ -140,25 +117,18 @@ func TestTxKicks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rig := newRig(t, RigConfig{})
 			p := rig.Pairs[0]
-			u, err := NewUMEM(UMEMConfig{Frames: 2048})
-			require.NoError(t, err)
-			defer func() { require.NoError(t, u.Close()) }()
+			u := newUMEM(t, 2048)
 			txz, err := u.NewZone("tx", 256)
 			require.NoError(t, err)
-			d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 64, NTxd: 256, Checker: checker(t)},
+			d, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 				iflib.Attachment{Config: iflib.Config{TxMode: tc.mode, RxZoneSize: 256}})
-			require.NoError(t, err)
-			ctx := d.Context()
-			require.NoError(t, ctx.Init())
-			require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }))
 			raw, err := rig.OpenRaw(p.B)
 			require.NoError(t, err)
 			defer raw.Close()
 
-			buf := make([]byte, 64)
-			rbuf := make([]byte, 2048)
+			buf, wbuf := make([]byte, 64), make([]byte, 64)
+			peer := newPeerFrames(t, raw, func(i int) []byte { return TestFrame(wbuf, 60, p.BMAC, p.AMAC, uint64(i)) })
 			pkts := make([]*iflib.Packet, per)
-			got := 0
 			before := d.Stats()
 			for b := 0; b < batches; b++ {
 				for i := range pkts {
@@ -176,15 +146,10 @@ func TestTxKicks(t *testing.T) {
 						require.NoError(t, ctx.Transmit(m))
 					}
 				}
-				// The whole batch reaches the peer before the next is sent.
-				for want := (b + 1) * per; got < want; got++ {
-					n, err := raw.Recv(rbuf, 2*time.Second)
-					require.NoError(t, err)
-					require.NotZero(t, n, "frame %d never arrived (driver %+v)", got, d.Stats())
-					seq, ok := FrameSeq(rbuf[:n])
-					require.True(t, ok)
-					require.Equal(t, uint64(got), seq)
-				}
+				// The whole batch reaches the peer, in order, before the
+				// next is sent.
+				peer.recvUntil((b+1)*per, 2*time.Second)
+				require.Equal(t, (b+1)*per, peer.got, "frame %d never arrived (driver %+v)", peer.got, d.Stats())
 			}
 			st := d.Stats()
 			kicks, deferred := st.TxKicks-before.TxKicks, st.DeferredKicks-before.DeferredKicks
