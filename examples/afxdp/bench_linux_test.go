@@ -49,8 +49,10 @@ func benchForward(b *testing.B, fw string, mode XDPMode) {
 		b.Fatal(err)
 	}
 	defer fx.close()
-	opts := ForwardOptions{}
-	opts.resolve()
+	var opts ForwardOptions
+	if err := opts.resolve(); err != nil {
+		b.Fatal(err)
+	}
 	fwd, err := fx.start(fw, mode, opts)
 	if err != nil {
 		b.Fatal(err)
@@ -98,7 +100,8 @@ func benchForward(b *testing.B, fw string, mode XDPMode) {
 // TestRunForward: RunForward measures every forwarder and reports live
 // rates; each forwards frames and kicks the kernel; afterwards the process
 // holds no more file descriptors (sockets, programs, maps, the namespace)
-// and goroutines than before; an unknown forwarder is ErrConfig.
+// and goroutines than before; an unknown forwarder is ErrConfig, before
+// any forwarder runs.
 func TestRunForward(t *testing.T) {
 	needAFXDP(t)
 	fds0, g0 := processObjects(t)
@@ -126,6 +129,7 @@ func TestRunForward(t *testing.T) {
 	fds, g := processObjects(t)
 	assert.Equal(t, strings.Join(fds0, "\n"), strings.Join(fds, "\n"), "file descriptors left open")
 	assert.LessOrEqual(t, g, g0, "goroutines left running")
-	_, err = RunForward(context.Background(), ForwardOptions{Duration: 10 * time.Millisecond, Forwarders: []string{"nope"}})
+	res, err = RunForward(context.Background(), ForwardOptions{Duration: 10 * time.Millisecond, Forwarders: []string{FwdHand, "nope"}})
 	assert.ErrorIs(t, err, ErrConfig)
+	assert.Empty(t, res, "an unknown forwarder is refused before any runs")
 }

@@ -88,7 +88,7 @@ type Result struct {
 	Counts FwdCounts
 }
 
-func (o *ForwardOptions) resolve() {
+func (o *ForwardOptions) resolve() error {
 	if o.Duration <= 0 {
 		o.Duration = 3 * time.Second
 	}
@@ -113,6 +113,12 @@ func (o *ForwardOptions) resolve() {
 	if len(o.Forwarders) == 0 {
 		o.Forwarders = []string{FwdIflib, FwdIflibSimple, FwdHand}
 	}
+	for _, fw := range o.Forwarders {
+		if fw != FwdIflib && fw != FwdIflibSimple && fw != FwdHand {
+			return fmt.Errorf("%w: forwarder %q", ErrConfig, fw)
+		}
+	}
+	return nil
 }
 
 // DefaultBurst is ForwardOptions.Burst's default: 64, NAPI_POLL_WEIGHT, the
@@ -127,10 +133,12 @@ const DefaultBurst = 64
 // and the hand-written loop over the same rings) one after the other in
 // each mode, and returns their results. Where AF_XDP cannot run it
 // returns an error wrapping ErrUnavailable (see Available); an unknown
-// forwarder is ErrConfig. It stops early, with what it has, when ctx is
-// done.
+// forwarder is ErrConfig, before anything runs. It stops early, with what
+// it has, when ctx is done.
 func RunForward(ctx context.Context, opts ForwardOptions) ([]Result, error) {
-	opts.resolve()
+	if err := opts.resolve(); err != nil {
+		return nil, err
+	}
 	if err := Available(); err != nil {
 		return nil, err
 	}
