@@ -25,10 +25,10 @@
 // A doorbell (ift_txd_flush) is a system call here, not an MMIO write: in
 // copy mode the kernel transmits only inside sendto. So the driver kicks
 // the kernel at once for a doorbell that covers several descriptors (a
-// TransmitBatch run in simple mode, a deferral tier of the mp_ring drain)
-// and leaves the kick of a single-descriptor doorbell (iflib rings after
-// every packet while few descriptors are in use) to the queue's TX task,
-// which kicks whatever is waiting when it runs.
+// TransmitBatch run in simple mode, an mp_ring drain pass) and leaves the
+// kick of a single-descriptor doorbell (a packet sent alone: simple mode
+// rings once per Transmit call) to the queue's TX task, which kicks
+// whatever is waiting when it runs.
 //
 // The package also carries the test rig (Rig: veth pairs in a private
 // network namespace, raw sockets on the peer ends), a hand-written AF_XDP

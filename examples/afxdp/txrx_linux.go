@@ -62,13 +62,13 @@ func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 // follows what the doorbell covers:
 //
 //   - several descriptors (iflib deferred the doorbell itself: the end of a
-//     TransmitBatch run in simple mode, a txq_max_db_deferred tier in the
-//     mp_ring drain) or kickBatch waiting: kick now, one sendto for the
-//     batch, as a hand-written loop kicks once per burst;
-//   - one descriptor: iflib rings after every packet while few descriptors
-//     are in use (iflib_txd_db_check), and the mp_ring drain encapsulates up
-//     to TX_BATCH_SIZE packets in a row, so a kick here would be a system
-//     call per packet. The kick is left to the queue's TX task
+//     TransmitBatch run in simple mode, the end of an mp_ring drain pass or
+//     a txq_max_db_deferred tier within it) or kickBatch waiting: kick now,
+//     one sendto for the batch, as a hand-written loop kicks once per burst;
+//   - one descriptor: a packet sent alone (simple mode rings once per
+//     Transmit call, an mp_ring drain pass may find a single packet), so a
+//     kick here would be a system call per packet for a sender of single
+//     packets. The kick is left to the queue's TX task
 //     (iflib_fast_intr), whose IFDI_TX_QUEUE_INTR_ENABLE kicks whatever is
 //     waiting by then: under load one sendto per kickBatch frames or per
 //     task run, when the sender pauses at once.
