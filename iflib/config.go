@@ -230,8 +230,7 @@ type Config struct {
 	// (as tcp_lro_queue_mbuf's sort does).
 	RxSortByFlow bool
 	// RxZoneSize is the number of clusters in each free list's zone
-	// (0: 2 × nrxd + 1024, enough to fill the ring twice and lend the
-	// stack 1024 packets).
+	// (0: DefaultRxZoneSize(nrxd), 2 × nrxd + 1024).
 	RxZoneSize int
 }
 
@@ -252,7 +251,7 @@ func (c *Context) resolveConfig() error {
 		}
 	}
 	orDefault(&cfg.RxBudget, DefaultRxBudget)
-	orDefault(&cfg.RxZoneSize, 2*c.sc.NRxd[0]+1024)
+	orDefault(&cfg.RxZoneSize, DefaultRxZoneSize(c.sc.NRxd[0]))
 	orDefault(&cfg.DRBRSize, DefaultDRBRSize)
 	orDefault(&cfg.DRBRDrainQuota, bufring.DefaultDrainQuota)
 	orDefault(&cfg.DRBRMaxProducers, bufring.DefaultMaxProducers)
@@ -272,6 +271,12 @@ func (c *Context) resolveConfig() error {
 	}
 	return nil
 }
+
+// DefaultRxZoneSize is Config.RxZoneSize's default for free lists of nrxd
+// descriptors: enough clusters to fill the ring twice and lend the stack
+// 1024 packets. A driver that provides the memory (a UMEM) sizes it with
+// this.
+func DefaultRxZoneSize(nrxd int) int { return 2*nrxd + 1024 }
 
 func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 

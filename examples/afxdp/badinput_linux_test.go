@@ -27,6 +27,12 @@ func TestUMEMBadFrameSize(t *testing.T) {
 	}
 }
 
+// DefaultFrames is a constant and so spells out iflib's default zone size:
+// it must stay two RX zones, a TX zone of 2048 and the ring shadows.
+func TestDefaultFramesFollowsIflib(t *testing.T) {
+	require.Equal(t, 2*iflib.DefaultRxZoneSize(DefaultNRxd)+2048+64, DefaultFrames)
+}
+
 func TestUMEMZoneTooSmall(t *testing.T) {
 	u, err := NewUMEM(UMEMConfig{Frames: 8})
 	require.NoError(t, err)

@@ -136,7 +136,7 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	d.umem = cfg.UMEM
 	zone := a.Config.RxZoneSize
 	if zone == 0 {
-		zone = defaultRxZone(cfg.NRxd)
+		zone = iflib.DefaultRxZoneSize(cfg.NRxd)
 	}
 	if d.umem == nil {
 		frames := len(cfg.QueueIDs)*zone + ringShadowFrames(cfg, DefaultFrameSize)
@@ -179,11 +179,6 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	ok = true
 	return d, nil
 }
-
-// defaultRxZone is iflib's free-list zone for nrxd descriptors when
-// Config.RxZoneSize is 0 (2×nrxd+1024, iflib/config.go): what a UMEM must
-// hold per queue for iflib's defaults.
-func defaultRxZone(nrxd int) int { return 2*nrxd + 1024 }
 
 // ethHdrLen is ETHER_HDR_LEN: the MTU excludes the Ethernet header.
 const ethHdrLen = 14

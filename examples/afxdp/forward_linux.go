@@ -249,7 +249,7 @@ func startIflibForwarder(rig *Rig, mode XDPMode, opts ForwardOptions) (*iflibFor
 	p0, p1 := rig.Pairs[0], rig.Pairs[1]
 	nrxd, ntxd := opts.NRxd, opts.NTxd
 	const outRx = 64
-	zoneA, zoneB := defaultRxZone(nrxd), 2*outRx
+	zoneA, zoneB := iflib.DefaultRxZoneSize(nrxd), 2*outRx
 	u, err := NewUMEM(UMEMConfig{Frames: zoneA + zoneB + 64})
 	if err != nil {
 		return nil, err

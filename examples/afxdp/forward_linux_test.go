@@ -30,14 +30,14 @@ func newFwdRig(t *testing.T, mode XDPMode, nrxd int) *fwdRig {
 	t.Helper()
 	f := &fwdRig{rig: newRig(t, RigConfig{Pairs: 2})}
 	p0, p1 := f.rig.Pairs[0], f.rig.Pairs[1]
-	f.u = newUMEM(t, 2*(defaultRxZone(nrxd)+64))
+	f.u = newUMEM(t, 2*(iflib.DefaultRxZoneSize(nrxd)+64))
 	chk := busdmatest.NewChecker(t)
 	var ctxB *iflib.Context
 	f.b, ctxB = startDriver(t, f.rig, Config{Interface: p1.A, UMEM: f.u, XDPMode: mode, NRxd: 64, NTxd: nrxd, Checker: chk},
 		iflib.Attachment{Config: iflib.Config{Unit: 1, RxZoneSize: 64}})
 	dst := p1.BMAC
 	f.a, _ = startDriver(t, f.rig, Config{Interface: p0.A, UMEM: f.u, XDPMode: mode, NRxd: nrxd, NTxd: 64, Checker: chk},
-		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: defaultRxZone(nrxd)}, Input: func(_ int, pkts []*iflib.Packet) {
+		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: iflib.DefaultRxZoneSize(nrxd)}, Input: func(_ int, pkts []*iflib.Packet) {
 			for _, m := range pkts {
 				copy(m.Bytes()[0:6], dst)
 				if ctxB.Transmit(m) != nil {

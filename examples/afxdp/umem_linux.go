@@ -30,8 +30,8 @@ const (
 	DefaultFrameSize = 4096
 	// DefaultFrames is the UMEM size in frames when none is given: two
 	// queue pairs at the default ring sizes (each RX free list's zone is
-	// 2×nrxd+1024 clusters in iflib) plus a TX zone of 2048 and the ring
-	// shadows.
+	// iflib.DefaultRxZoneSize(nrxd) = 2×nrxd+1024 clusters; a constant
+	// cannot call it) plus a TX zone of 2048 and the ring shadows.
 	DefaultFrames = 2*(2*DefaultNRxd+1024) + 2048 + 64
 )
 
