@@ -180,20 +180,24 @@ func NewTxRig(o TxOptions) (r *TxRig, err error) {
 // map loaded, every packet back in its zone, no goroutine left).
 func (r *TxRig) Close() error { return r.Env.Close() }
 
-// fillHeader writes an Ethernet/IPv4/UDP header for flow f of a frame of
-// size bytes.
-func fillHeader(b []byte, size int, flow uint32) {
-	copy(b[0:6], []byte{2, 0, 0, 0, 0, 2})
-	copy(b[6:12], []byte{2, 0, 0, 0, 0, 1})
+// putHeader writes the Ethernet/IPv4/UDP header (headerLen bytes) of a
+// frame of size bytes into b: from 10.0.0.1 port 1024+flow to dst port 9,
+// with the IP identification and both checksums zero.
+func putHeader(b []byte, size int, dst, flow uint32) {
+	copy(b[0:6], []byte{2, 0, 0, 0, 0, 0xb})
+	copy(b[6:12], []byte{2, 0, 0, 0, 0, 0xa})
 	binary.BigEndian.PutUint16(b[12:14], 0x0800)
 	b[14], b[15] = 0x45, 0
 	binary.BigEndian.PutUint16(b[16:18], uint16(size-14))
+	binary.BigEndian.PutUint32(b[18:22], 0)
 	b[22], b[23] = 64, 17
+	binary.BigEndian.PutUint16(b[24:26], 0)
 	binary.BigEndian.PutUint32(b[26:30], 0x0a000001)
-	binary.BigEndian.PutUint32(b[30:34], 0x0a000002+flow)
+	binary.BigEndian.PutUint32(b[30:34], dst)
 	binary.BigEndian.PutUint16(b[34:36], uint16(1024+flow))
 	binary.BigEndian.PutUint16(b[36:38], 9)
 	binary.BigEndian.PutUint16(b[38:40], uint16(size-34))
+	binary.BigEndian.PutUint16(b[40:42], 0)
 }
 
 // RunSenders runs n goroutines sending for d; see run.
@@ -273,7 +277,7 @@ func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 					return
 				}
 				h.SetLen(headerLen)
-				fillHeader(h.Bytes(), size, flow)
+				putHeader(h.Bytes(), size, 0x0a000002+flow, flow)
 				p.SetLen(size - headerLen)
 				h.Next = p
 				h.Hdr.Len = size
@@ -292,8 +296,6 @@ func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 		time.Sleep(warm)
 		mark()
 	}
-	var end uint64
-	var el, cpu time.Duration
 	if total > 0 {
 		wg.Wait()
 		// Count what the wire carried once every accepted packet is
@@ -304,11 +306,10 @@ func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 		for limit := time.Now().Add(10 * time.Second); r.Sink.Frames() < want && time.Now().Before(limit); {
 			time.Sleep(20 * time.Microsecond)
 		}
-		end, el, cpu = r.Sink.Frames(), time.Since(t0), CPUTime()-cpu0
 	} else {
 		time.Sleep(d)
-		end, el, cpu = r.Sink.Frames(), time.Since(t0), CPUTime()-cpu0
 	}
+	end, el, cpu := r.Sink.Frames(), time.Since(t0), CPUTime()-cpu0
 	a1, d1, n1 := sum(stats)
 	stop.Store(true)
 	wg.Wait()

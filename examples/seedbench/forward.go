@@ -118,21 +118,7 @@ func (o *ForwardOpts) defaults() error {
 // Preconditions: forwardMinFrame ≤ size ≤ len(buf), flows ≥ 1.
 func ForwardFrame(buf []byte, size, flows int, seq uint64) int {
 	b := buf[:size]
-	flow := uint32(seq % uint64(flows))
-	copy(b[0:6], []byte{2, 0, 0, 0, 0, 0xb})
-	copy(b[6:12], []byte{2, 0, 0, 0, 0, 0xa})
-	binary.BigEndian.PutUint16(b[12:14], 0x0800)
-	b[14], b[15] = 0x45, 0
-	binary.BigEndian.PutUint16(b[16:18], uint16(size-14))
-	binary.BigEndian.PutUint32(b[18:22], 0)
-	b[22], b[23] = 64, 17
-	binary.BigEndian.PutUint16(b[24:26], 0)
-	binary.BigEndian.PutUint32(b[26:30], 0x0a000001)
-	binary.BigEndian.PutUint32(b[30:34], 0x0a010001)
-	binary.BigEndian.PutUint16(b[34:36], uint16(1024+flow))
-	binary.BigEndian.PutUint16(b[36:38], 9)
-	binary.BigEndian.PutUint16(b[38:40], uint16(size-34))
-	binary.BigEndian.PutUint16(b[40:42], 0)
+	putHeader(b, size, 0x0a010001, uint32(seq%uint64(flows)))
 	binary.BigEndian.PutUint64(b[42:50], seq)
 	for i := 50; i < size; i++ {
 		b[i] = byte(seq) ^ byte(i*13)
@@ -228,30 +214,25 @@ func (r ForwardResult) String() string {
 }
 
 // Plus adds two windows' counts: a measurement made of several slices.
-func (r ForwardResult) Plus(o ForwardResult) ForwardResult {
-	return ForwardResult{
-		Elapsed: r.Elapsed + o.Elapsed, CPU: r.CPU + o.CPU, RxOnly: r.RxOnly || o.RxOnly,
-		Offered: r.Offered + o.Offered, Refused: r.Refused + o.Refused,
-		Received: r.Received + o.Received, Forwarded: r.Forwarded + o.Forwarded, TxErrors: r.TxErrors + o.TxErrors,
-		RxDrops: r.RxDrops + o.RxDrops, MapLoads: r.MapLoads + o.MapLoads, BAReuses: r.BAReuses + o.BAReuses,
-		IOMMU: busdma.IOMMUStats{
-			Maps: r.IOMMU.Maps + o.IOMMU.Maps, Unmaps: r.IOMMU.Unmaps + o.IOMMU.Unmaps,
-			PagesMapped: r.IOMMU.PagesMapped + o.IOMMU.PagesMapped, PagesUnmapped: r.IOMMU.PagesUnmapped + o.IOMMU.PagesUnmapped,
-			Faults: r.IOMMU.Faults + o.IOMMU.Faults,
-		},
-	}
-}
+func (r ForwardResult) Plus(o ForwardResult) ForwardResult { return r.add(o, 1) }
 
-func (r ForwardResult) sub(o ForwardResult) ForwardResult {
+// sub is the window from snapshot o to snapshot r.
+func (r ForwardResult) sub(o ForwardResult) ForwardResult { return r.add(o, -1) }
+
+// add returns r + sign×o, counter by counter (uint64 arithmetic wraps, so
+// a sign of -1 subtracts).
+func (r ForwardResult) add(o ForwardResult, sign int64) ForwardResult {
+	u := func(a, b uint64) uint64 { return a + uint64(sign)*b }
+	d := func(a, b time.Duration) time.Duration { return a + time.Duration(sign)*b }
 	return ForwardResult{
-		Elapsed: r.Elapsed - o.Elapsed, CPU: r.CPU - o.CPU, RxOnly: r.RxOnly,
-		Offered: r.Offered - o.Offered, Refused: r.Refused - o.Refused,
-		Received: r.Received - o.Received, Forwarded: r.Forwarded - o.Forwarded, TxErrors: r.TxErrors - o.TxErrors,
-		RxDrops: r.RxDrops - o.RxDrops, MapLoads: r.MapLoads - o.MapLoads, BAReuses: r.BAReuses - o.BAReuses,
+		Elapsed: d(r.Elapsed, o.Elapsed), CPU: d(r.CPU, o.CPU), RxOnly: r.RxOnly || o.RxOnly,
+		Offered: u(r.Offered, o.Offered), Refused: u(r.Refused, o.Refused),
+		Received: u(r.Received, o.Received), Forwarded: u(r.Forwarded, o.Forwarded), TxErrors: u(r.TxErrors, o.TxErrors),
+		RxDrops: u(r.RxDrops, o.RxDrops), MapLoads: u(r.MapLoads, o.MapLoads), BAReuses: u(r.BAReuses, o.BAReuses),
 		IOMMU: busdma.IOMMUStats{
-			Maps: r.IOMMU.Maps - o.IOMMU.Maps, Unmaps: r.IOMMU.Unmaps - o.IOMMU.Unmaps,
-			PagesMapped: r.IOMMU.PagesMapped - o.IOMMU.PagesMapped, PagesUnmapped: r.IOMMU.PagesUnmapped - o.IOMMU.PagesUnmapped,
-			Faults: r.IOMMU.Faults - o.IOMMU.Faults,
+			Maps: u(r.IOMMU.Maps, o.IOMMU.Maps), Unmaps: u(r.IOMMU.Unmaps, o.IOMMU.Unmaps),
+			PagesMapped: u(r.IOMMU.PagesMapped, o.IOMMU.PagesMapped), PagesUnmapped: u(r.IOMMU.PagesUnmapped, o.IOMMU.PagesUnmapped),
+			Faults: u(r.IOMMU.Faults, o.IOMMU.Faults),
 		},
 	}
 }
