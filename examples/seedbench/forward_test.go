@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,8 +201,8 @@ func TestForwardRxOnly(t *testing.T) {
 	}
 }
 
-// TestForwardProgress runs Forward as the main command does: progress
-// samples arrive and the result adds up.
+// TestForwardProgress runs Forward with progress: samples arrive in time
+// order, the result adds up, and both print what they counted.
 func TestForwardProgress(t *testing.T) {
 	var samples []ForwardSample
 	res, err := Forward(ForwardOpts{Duration: 200 * time.Millisecond, Interval: 50 * time.Millisecond, Warmup: 20 * time.Millisecond,
@@ -223,8 +224,11 @@ func TestForwardProgress(t *testing.T) {
 	if res.Offered < res.Refused || res.Forwarded > res.Received+uint64(iflib.MPRingSize)+4096 {
 		t.Fatalf("counters do not add up: %v", res)
 	}
-	if s := res.String(); s == "" || samples[0].String() == "" {
-		t.Fatal("empty report")
+	if s, want := res.String(), fmt.Sprintf("forwarded %d (%.3f Mpps)", res.Forwarded, res.FwdMpps()); !strings.Contains(s, want) {
+		t.Fatalf("report %q lacks %q", s, want)
+	}
+	if s, want := samples[0].String(), fmt.Sprintf("fwd %6.3f Mpps", samples[0].FwdMpps); !strings.Contains(s, want) {
+		t.Fatalf("progress line %q lacks %q", s, want)
 	}
 }
 
