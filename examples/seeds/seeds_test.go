@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/examples/seedbench"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -337,7 +338,10 @@ func TestQuickSmoke(t *testing.T) {
 		assert.Contains(t, []string{Reproduced, DirectionReproduced, NotOnTheseCPUs, NotReproduced, NotMeasured}, r.Verdict.Result, r.ID)
 		assert.NotEmpty(t, r.Verdict.Why, r.ID)
 		assert.NotEmpty(t, r.FreeBSD, r.ID)
-		if r.Verdict.Result == NotMeasured {
+		if r.ID == SecD24094 && len(r.Points) == 0 {
+			// One CPU, or no pinning: D24094 has nowhere to place a task
+			// apart and measures nothing.
+			assert.Contains(t, []string{NotMeasured, NotOnTheseCPUs}, r.Verdict.Result)
 			continue
 		}
 		assert.NotEmpty(t, r.Points, r.ID)
@@ -345,7 +349,9 @@ func TestQuickSmoke(t *testing.T) {
 			for m, s := range p.Metrics {
 				assert.Len(t, s.Samples, o.Rounds, "%s %s %s", r.ID, p.Variant, m)
 			}
-			assert.Positive(t, p.Metrics[MCPU].Median, "%s %s: cpu-ns/pkt", r.ID, p.Variant)
+			if seedbench.CPUTimeSupported {
+				assert.Positive(t, p.Metrics[MCPU].Median, "%s %s: cpu-ns/pkt", r.ID, p.Variant)
+			}
 		}
 		assert.NotEmpty(t, r.Comparisons, r.ID)
 	}
@@ -373,16 +379,13 @@ func TestQuickSmoke(t *testing.T) {
 	assert.True(t, got.Settings.Quick)
 
 	for _, name := range []string{ChartFanIn, ChartReuse, ChartPlacement, ChartPrefetch, ChartBatching} {
-		if name == ChartPlacement && rep.Reviews[2].Verdict.Result == NotMeasured {
-			continue
+		if name == ChartPlacement && len(rep.Reviews[2].Points) == 0 {
+			continue // nothing measured to draw
 		}
 		b, err := os.ReadFile(filepath.Join(svgDir, name))
 		require.NoError(t, err, name)
 		assert.Contains(t, string(b), "<svg", name)
 	}
-	entries, err := os.ReadDir(svgDir)
-	require.NoError(t, err)
-	assert.True(t, slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == ChartFanIn }))
 }
 
 // TestRunBadSVGDir: a chart directory that cannot be made is an error,
