@@ -108,11 +108,14 @@ func (a *acc) points() []Point {
 	return out
 }
 
-// rotate returns xs starting at element i mod len: round i measures the
-// variants in a different order, so no variant always runs first.
-func rotate[T any](xs []T, i int) []T {
-	i %= len(xs)
-	return append(slices.Clone(xs[i:]), xs[:i]...)
+// turn is the order in which round i measures n variants: from variant
+// i mod n on, so that no variant always runs first.
+func turn(n, i int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = (i + k) % n
+	}
+	return order
 }
 
 // withProcs runs f at GOMAXPROCS n and restores the previous value.
@@ -169,7 +172,7 @@ func (r *runner) forwardRounds(procs int, vs []fwdVariant, built func(v fwdVaria
 		}()
 		for _, v := range vs {
 			o := v.opts
-			o.Paused, o.Duration, o.Interval = true, r.o.Window, time.Hour
+			o.Paused = true
 			if r.o.Quick && o.Config.RxZoneSize == 0 {
 				o.Config.RxZoneSize = quickZone
 			}
@@ -186,14 +189,10 @@ func (r *runner) forwardRounds(procs int, vs []fwdVariant, built func(v fwdVaria
 			rig.Pause()
 			rig.WaitQuiet(time.Second)
 		}
-		order := make([]int, len(vs))
-		for i := range order {
-			order[i] = i
-		}
 		for round := range r.o.Rounds {
 			sums := make([]seedbench.ForwardResult, len(vs))
 			for sl := range r.o.Slices {
-				for _, i := range rotate(order, round+sl) {
+				for _, i := range turn(len(vs), round+sl) {
 					rig := rigs[i]
 					rig.Resume()
 					time.Sleep(r.o.Settle)
@@ -243,13 +242,9 @@ func (r *runner) txRigs(opts []seedbench.TxOptions) ([]*seedbench.TxRig, func() 
 // per rig, cut into Slices slices taken in turn, each after an unmeasured
 // settle; it returns each rig's sum.
 func (r *runner) txRound(rigs []*seedbench.TxRig, n, round int) []seedbench.TxResult {
-	order := make([]int, len(rigs))
-	for i := range order {
-		order[i] = i
-	}
 	sums := make([]seedbench.TxResult, len(rigs))
 	for sl := range r.o.Slices {
-		for _, i := range rotate(order, round+sl) {
+		for _, i := range turn(len(rigs), round+sl) {
 			sums[i] = sums[i].Plus(rigs[i].RunSendersWarm(n, r.o.Settle, r.o.Window/time.Duration(r.o.Slices)))
 		}
 	}
@@ -343,10 +338,11 @@ func (r *runner) drbr() (Review, error) {
 	}
 	cpuWhy := fmt.Sprintf("drbr wins by letting senders leave packets in the buf_ring and move on while one core encapsulates and the NIC sends; "+
 		"here the senders, that core and the simulated NIC share %d CPU(s), so deferral has no idle core to overlap with (FreeBSD had 96)", g)
-	if s := r.cpuAt2Senders(&rev); s != "" {
-		cpuWhy += "; " + s
+	at2 := cpuAt2Senders(&rev)
+	if at2 != "" {
+		cpuWhy += "; " + at2
 	}
-	rev.Verdict = decide(rev.Comparisons, cpuWhy, r.cpuAt2Senders(&rev))
+	rev.Verdict = decide(rev.Comparisons, cpuWhy, at2)
 	rev.Notes = []string{
 		"drbr never shows drops: a sender that finds the buf_ring full waits for room (FreeBSD's non-dropping drbr enqueue) instead of having its packet refused. " +
 			"mp_ring and simple_tx refuse what does not fit (drop %) and their senders yield, then try again with a new packet. All three run flat out, " +
@@ -359,7 +355,7 @@ func (r *runner) drbr() (Review, error) {
 
 // cpuAt2Senders states the CPU cost of each mode at 2 senders at
 // GOMAXPROCS=1, where no parallelism exists, if it was measured.
-func (r *runner) cpuAt2Senders(rev *Review) string {
+func cpuAt2Senders(rev *Review) string {
 	var parts []string
 	for _, m := range seedbench.TxModes {
 		p, ok := rev.find(m.String(), 2, 0, 1)
@@ -453,7 +449,7 @@ func (r *runner) d24094() (Review, error) {
 		},
 		Claim: "placing each TX queue on its RX queue's core (D24094) rather than on an L2 neighbour forwards about 11 % more packets",
 	}
-	pl, err := placementTables(r.full)
+	pl, err := placementTables()
 	if err != nil {
 		return rev, err
 	}
@@ -555,40 +551,31 @@ func coreOffset(c int, pin bool) int {
 // affinity is the CPUs this process's threads may run on, read on a
 // thread of its own.
 func affinity() (cpumap.CPUSet, error) {
-	type result struct {
-		set cpumap.CPUSet
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
+	return build(func() (cpumap.CPUSet, error) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		set, err := cpumap.CurrentAffinity()
-		ch <- result{set, err}
-	}()
-	r := <-ch
-	return r.set, r.err
+		return cpumap.CurrentAffinity()
+	})
 }
 
 // tryPin pins a throwaway thread to cpu to see whether pinning works here.
 func tryPin(cpu int) error {
-	errc := make(chan error, 1)
-	go func() {
+	_, err := build(func() (struct{}, error) {
 		runtime.LockOSThread() // the thread ends with the goroutine, affinity and all
 		unpin, err := cpumap.PinCurrentThread(cpu)
 		if err == nil {
 			err = unpin()
 		}
-		errc <- err
-	}()
-	return <-errc
+		return struct{}{}, err
+	})
+	return err
 }
 
 // placementTables renders D24094's placement for the review's machine (an
 // 8-core Atom C2758, cores sharing L2 in pairs, with a dual-port 82599 of
 // 8 queue pairs) before and after the change, and for this machine with
 // two devices of one queue pair per CPU (at most 8).
-func placementTables(full int) (*Placement, error) {
+func placementTables() (*Placement, error) {
 	atom, err := cpumap.Synthetic(cpumap.SyntheticConfig{Packages: 1, CoresPerPackage: 8, ThreadsPerCore: 1, L2CoresPerGroup: 2})
 	if err != nil {
 		return nil, err
@@ -621,7 +608,6 @@ func placementTables(full int) (*Placement, error) {
 			differs = true
 		}
 	}
-	_ = full
 	return &Placement{Fixture: fix, Here: tab, HereDiffers: differs}, nil
 }
 

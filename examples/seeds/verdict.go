@@ -145,7 +145,7 @@ func decide(cs []Comparison, cpuWhy, otherWhy string) Verdict {
 		var wrongSize []string
 		for _, c := range dec {
 			if !c.SizeOK {
-				wrongSize = append(wrongSize, fmt.Sprintf("%s %s against FreeBSD's %s", c.Name, effect(c, c.Advantage.Median), effectRange(c)))
+				wrongSize = append(wrongSize, fmt.Sprintf("%s %s against FreeBSD's %s", c.Name, effect(c.Advantage.Median), effectRange(c)))
 			}
 		}
 		if len(wrongSize) == 0 {
@@ -167,7 +167,7 @@ func decide(cs []Comparison, cpuWhy, otherWhy string) Verdict {
 			fails = append(fails, fmt.Sprintf("and %d more", len(failed)-3))
 			break
 		}
-		fails = append(fails, fmt.Sprintf("%s %s, %d of %d rounds agreeing", c.Name, effect(c, c.Advantage.Median), c.Agree, c.Rounds))
+		fails = append(fails, fmt.Sprintf("%s %s, %d of %d rounds agreeing", c.Name, effect(c.Advantage.Median), c.Agree, c.Rounds))
 	}
 	detail := held + " (failed: " + strings.Join(fails, ", ") + ")"
 	allCPU := true
@@ -195,7 +195,7 @@ func decide(cs []Comparison, cpuWhy, otherWhy string) Verdict {
 
 // effect renders an advantage (or a bound's cost ratio) as a percentage:
 // "+7.1 %".
-func effect(_ Comparison, adv float64) string {
+func effect(adv float64) string {
 	if math.IsNaN(adv) {
 		return "n/a"
 	}
@@ -212,7 +212,7 @@ func effectRange(c Comparison) string {
 		lo, hi = min(lo, f), max(hi, f)
 	}
 	if math.Abs(lo-hi) < 0.0005 {
-		return effect(c, lo)
+		return effect(lo)
 	}
 	return fmt.Sprintf("%+.1f..%+.1f %%", 100*(lo-1), 100*(hi-1))
 }
@@ -224,7 +224,7 @@ func summary(cs []Comparison) string {
 			s = append(s, "...")
 			break
 		}
-		s = append(s, fmt.Sprintf("%s %s (FreeBSD %s)", c.Name, effect(c, c.Advantage.Median), effectRange(c)))
+		s = append(s, fmt.Sprintf("%s %s (FreeBSD %s)", c.Name, effect(c.Advantage.Median), effectRange(c)))
 	}
 	return strings.Join(s, ", ")
 }
