@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/seedbench"
 )
 
@@ -61,12 +62,11 @@ func renderCharts(dir string, rep *Report, ext string) ([]string, error) {
 			save(ChartFanIn, func(p string) error { return fanInChart(p, rev, rep) })
 		case SecD17901:
 			save(ChartReuse, func(p string) error {
+				plain, iommu := "plain simulated space", fmt.Sprintf("strict IOMMU (%v per unmap)", busdma.StrictUnmapTime)
+				prefix := map[string]string{plain: "plain/", iommu: "iommu/"}
 				return categoryChart(p, rev, "D17901: ifsd_ba reuse on and off, 64-byte forwarding, GOMAXPROCS=1", MCPU,
-					[]string{"plain simulated space", "strict IOMMU (700 ns per unmap)"},
-					[]string{"reuse=on", "reuse=off"},
-					func(cat, ser string) string {
-						return map[string]string{"plain simulated space": "plain/", "strict IOMMU (700 ns per unmap)": "iommu/"}[cat] + ser
-					},
+					[]string{plain, iommu}, []string{"reuse=on", "reuse=off"},
+					func(cat, ser string) string { return prefix[cat] + ser },
 					func(string) int { return 0 })
 			})
 		case SecD24094:
