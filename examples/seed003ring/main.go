@@ -33,6 +33,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/goiflib/goiflib/examples/seedbench"
 )
 
 func main() {
@@ -82,6 +84,7 @@ func main() {
 	}
 	fmt.Fprintln(w, strings.Join(header, "\t")+"\t")
 	base := rate["simple_tx"][0]
+	reviewBase := seedbench.FreeBSDFanInGbps["simple"][0] // the review's simple_tx at fan-in 1
 	for _, v := range variants {
 		row(w, v.name, "Mitems/s", rate[v.name], func(x float64) string { return fmt.Sprintf("%.2f", x/1e6) })
 		cells := append([]string{"", "min..max"}, spread[v.name]...)
@@ -93,7 +96,7 @@ func main() {
 		}
 		if v.review != nil {
 			row(w, "", "review Gb/s", v.review, func(x float64) string { return fmt.Sprintf("%.0f", x) })
-			row(w, "", "review ÷ 44", v.review, func(x float64) string { return fmt.Sprintf("%.2f", x/44) })
+			row(w, "", fmt.Sprintf("review ÷ %g", reviewBase), v.review, func(x float64) string { return fmt.Sprintf("%.2f", x/reviewBase) })
 		}
 	}
 	w.Flush()

@@ -5,8 +5,10 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/goiflib/goiflib/bufring"
+	"github.com/goiflib/goiflib/examples/seedbench"
 	"github.com/goiflib/goiflib/mpring"
 )
 
@@ -32,20 +34,21 @@ type queue interface {
 // variant is one transmit mode of the comparison.
 type variant struct {
 	name string
-	// review is the Gb/s the review measured at fan-in 1..64, nil if none.
+	// review is the Gb/s the review measured at each of fanIns, nil if
+	// it did not measure this mode.
 	review []float64
 	make   func(n *nic) (queue, error)
 }
 
 // fanIns are the review's thread counts per queue.
-var fanIns = []int{1, 2, 4, 8, 16, 32, 64}
+var fanIns = seedbench.FanIns
 
 var variants = []variant{
-	{"mpring", []float64{20, 44, 48, 35, 14, 7, 4}, newMPRing(false)},
+	{"mpring", seedbench.FreeBSDFanInGbps["mpring"], newMPRing(false)},
 	{"mpring-abdicate", nil, newMPRing(true)},
-	{"drbr-max1", []float64{44, 90, 90, 86, 57, 50, 35}, newDRBR(1)},
+	{"drbr-max1", seedbench.FreeBSDFanInGbps["drbr"], newDRBR(1)},
 	{"drbr-unlimited", nil, newDRBR(1 << 30)},
-	{"simple_tx", []float64{44, 44, 44, 43, 40, 36, 32}, newSimple},
+	{"simple_tx", seedbench.FreeBSDFanInGbps["simple"], newSimple},
 }
 
 // mpQueue is iflib's default mode: iflib_if_transmit → ifmp_ring_enqueue,
@@ -190,10 +193,10 @@ func (q *simpleQueue) finish() {}
 // result is one run of one variant at one fan-in.
 type result struct {
 	seconds   float64
-	cpu       float64 // process CPU seconds (user+system) during the run
-	delivered uint64  // packets encapped
-	dropped   uint64  // packets refused by the queue
-	doorbells float64 // doorbells per packet encapped
+	cpu       time.Duration // process CPU time (user+system) during the run
+	delivered uint64        // packets encapped
+	dropped   uint64        // packets refused by the queue
+	doorbells float64       // doorbells per packet encapped
 }
 
 func (r result) itemsPerSec() float64 { return float64(r.delivered) / r.seconds }
@@ -204,7 +207,7 @@ func (r result) cpuNsPerItem() float64 {
 	if r.delivered+r.dropped == 0 {
 		return 0
 	}
-	return r.cpu * 1e9 / float64(r.delivered+r.dropped)
+	return float64(r.cpu.Nanoseconds()) / float64(r.delivered+r.dropped)
 }
 
 func (r result) dropFraction() float64 {
@@ -259,11 +262,11 @@ func run(v variant, fanIn, total int, c cost, now func() float64) (result, error
 		})
 	}
 	ready.Wait()
-	t0, c0 := now(), cpuSeconds()
+	t0, c0 := now(), seedbench.CPUTime()
 	close(start)
 	senders.Wait()
 	q.finish()
-	res := result{seconds: now() - t0, cpu: cpuSeconds() - c0, delivered: n.sent, dropped: dropped.Load()}
+	res := result{seconds: now() - t0, cpu: seedbench.CPUTime() - c0, delivered: n.sent, dropped: dropped.Load()}
 	if n.sent > 0 {
 		res.doorbells = float64(n.dbs) / float64(n.sent)
 	}
