@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/goiflib/goiflib/cpumap"
+	"github.com/goiflib/goiflib/examples/seedbench"
 )
 
 func main() {
@@ -176,11 +177,11 @@ func measure(m mode, alloc *cpumap.Allocator, c config) (result, error) {
 			}
 		})
 	}
-	t0, c0 := time.Now(), cpuSeconds()
+	t0, c0 := time.Now(), seedbench.CPUTime()
 	close(start)
 	wg.Wait()
 	f.close()
-	el, cpu := time.Since(t0).Seconds(), cpuSeconds()-c0
+	el, cpu := time.Since(t0).Seconds(), seedbench.CPUTime()-c0
 	close(errs)
 	if err := <-errs; err != nil {
 		return result{}, err
@@ -197,7 +198,7 @@ func measure(m mode, alloc *cpumap.Allocator, c config) (result, error) {
 		return result{}, fmt.Errorf("processed %d jobs, submitted %d", res.total, c.items)
 	}
 	res.rate = float64(res.total) / el
-	res.cpuNs = cpu * 1e9 / float64(res.total)
+	res.cpuNs = float64(cpu.Nanoseconds()) / float64(res.total)
 	return res, nil
 }
 
