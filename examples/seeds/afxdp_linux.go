@@ -18,7 +18,7 @@ func xdpAvailable() error { return afxdp.Available() }
 // alternates the two forwarders in each XDP mode).
 func (r *runner) afxdpSection() *AFXDP {
 	sec := &AFXDP{Setup: fmt.Sprintf("in a private network namespace, a generator sends 64-byte frames into veth pair 0; the forwarder receives them with AF_XDP "+
-		"and transmits them on veth pair 1, whose peer counts them; iflib (two drivers on one UMEM) and the hand-written loop over the same rings, "+
+		"and transmits them on veth pair 1, whose peer counts them; iflib (two drivers on one UMEM, the transmitting one in mp_ring and in simple_tx mode) and the hand-written loop over the same rings, "+
 		"native and generic XDP, %v each, GOMAXPROCS=%d", r.o.XDPDur, r.full)}
 	if err := afxdp.Available(); err != nil {
 		sec.Skipped = err.Error()

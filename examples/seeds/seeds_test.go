@@ -399,3 +399,25 @@ func TestRunBadSVGDir(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, ErrUsage))
 }
+
+// TestPrintAFXDP: every iflib forwarder's row gives its Mpps over the
+// hand loop's in the same XDP mode.
+func TestPrintAFXDP(t *testing.T) {
+	pt := func(variant string, mpps float64) Point {
+		return Point{Variant: variant, Metrics: map[string]Stat{MMpps: stat(mpps), MCPU: stat(1000)}}
+	}
+	var buf bytes.Buffer
+	printAFXDP(&buf, &AFXDP{Setup: "s", Points: []Point{
+		pt("native/iflib", 0.5), pt("native/iflib-simple", 0.25), pt("native/hand", 1), pt("generic/iflib", 0.3), pt("generic/hand", 0.4),
+	}})
+	rows := map[string]string{}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			rows[f[0]] = l
+		}
+	}
+	for variant, ratio := range map[string]string{"native/iflib": "0.50", "native/iflib-simple": "0.25", "generic/iflib": "0.75"} {
+		assert.True(t, strings.HasSuffix(rows[variant], " "+ratio), "%s: %q", variant, rows[variant])
+	}
+	assert.True(t, strings.HasSuffix(rows["native/hand"], "]"), "no ratio on the hand loop's row: %q", rows["native/hand"])
+}

@@ -256,7 +256,7 @@ func printAFXDP(w io.Writer, sec *AFXDP) {
 		return
 	}
 	fmt.Fprintf(w, "setup: %s\n", sec.Setup)
-	fmt.Fprintf(w, "    %-16s %-26s %-26s %s\n", "mode/forwarder", MMpps, MCPU, "iflib/hand Mpps (medians)")
+	fmt.Fprintf(w, "    %-20s %-26s %-26s %s\n", "mode/forwarder", MMpps, MCPU, "Mpps / hand's (medians)")
 	hand := map[string]float64{}
 	for _, p := range sec.Points {
 		if mode, fw, _ := strings.Cut(p.Variant, "/"); fw == "hand" {
@@ -265,10 +265,11 @@ func printAFXDP(w io.Writer, sec *AFXDP) {
 	}
 	for _, p := range sec.Points {
 		ratio := ""
-		if mode, fw, _ := strings.Cut(p.Variant, "/"); fw == "iflib" && hand[mode] > 0 {
+		if mode, fw, _ := strings.Cut(p.Variant, "/"); fw != "hand" && hand[mode] > 0 {
 			ratio = fmt.Sprintf("%.2f", p.Metrics[MMpps].Median/hand[mode])
 		}
-		fmt.Fprintf(w, "    %-16s %-26s %-26s %s\n", p.Variant, fmtStat(p.Metrics[MMpps], 3), fmtStat(p.Metrics[MCPU], 0), ratio)
+		row := fmt.Sprintf("    %-20s %-26s %-26s %s", p.Variant, fmtStat(p.Metrics[MMpps], 3), fmtStat(p.Metrics[MCPU], 0), ratio)
+		fmt.Fprintln(w, strings.TrimRight(row, " "))
 	}
 }
 
