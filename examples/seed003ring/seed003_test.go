@@ -65,3 +65,16 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHash measures one round of hash: the unit of -encap and -gen,
+// whose cost defaults.go quotes.
+//
+//	go test -run '^$' -bench '^BenchmarkHash$' -count 5 ./examples/seed003ring/
+func BenchmarkHash(b *testing.B) {
+	p := newPacket(0)
+	var sink uint64
+	for b.Loop() {
+		sink += hash(p, 1)
+	}
+	keep.Add(sink)
+}
