@@ -20,7 +20,7 @@
 // reached by a fixed rule. Progress goes to stderr. docs/seeds.md explains
 // every column, the verdict rule and the -json schema.
 //
-//	go run ./examples/seeds                          # 1.5–2 minutes on 2 cores
+//	go run ./examples/seeds                          # about 2 minutes on 2 CPUs
 //	go run ./examples/seeds -json out.json -svg charts
 //	go run ./examples/seeds -quick                   # seconds: a smoke test
 //	go run ./examples/seeds -only drbr -rounds 5 -window 500ms

@@ -45,7 +45,7 @@ type Options struct {
 	Args    []string // the arguments as given
 }
 
-// Defaults: a full run takes 1.5–2 minutes on 2 cores; -quick about
+// Defaults: a full run takes about 2 minutes on 2 CPUs; -quick about
 // 10 seconds (plus building).
 const (
 	defaultRounds = 7
