@@ -1,12 +1,5 @@
 package mpring
 
-// drainCounts are the rarer consumer-side counters of one
-// drain_ring_lockless run, kept in plain fields while it runs and added to
-// the ring's when it ends.
-type drainCounts struct {
-	stalls, restarts, abdications uint64
-}
-
 // drainLockless is drain_ring_lockless(r, os, prev, budget): the consumer
 // loop. The caller has just moved the flags to BUSY in os (whose cidx !=
 // pidx_tail), so it is the only consumer; prev is the flags it replaced.
@@ -15,23 +8,11 @@ type drainCounts struct {
 // after STALLED or ABDICATED); on a stall, stalls unless prev was STALLED, in
 // which case stalls and restarts only if this run consumed something; on
 // leaving as IDLE or ABDICATED after prev STALLED, restarts; abdications for
-// each ABDICATED publication.
-//
-// starts, the one that moves on almost every packet when senders drain
-// their own packets, is counted with a load and a store while this
-// goroutine is the consumer: only the consumer writes it, and consumers
-// follow each other through the state word's CAS chain (the CAS that ends
-// one run happens before the CAS that makes the next goroutine BUSY), so
-// no read-modify-write is needed (on arm64 that is a store-release instead
-// of an LDADDAL; on amd64 Go's atomic store is an XCHG, as costly as an
-// add). The others are known only at or after the CAS that gives the role
-// up, so they are counted in a drainCounts and added once when the run
-// ends, and only those that moved.
+// each ABDICATED publication. Each of stalls, restarts and abdications
+// moves at most once per run, on the way out.
 func (r *Ring[T]) drainLockless(os word, prev Flags, budget int) {
-	var c drainCounts
-	defer r.addCounts(&c)
 	if prev == Idle {
-		r.starts.Store(r.starts.Load() + 1)
+		r.starts.Add(1)
 	}
 	cidx, pidx := os.cidx(), os.pidxTail()
 	pending, total := 0, 0
@@ -39,7 +20,7 @@ func (r *Ring[T]) drainLockless(os word, prev Flags, budget int) {
 		avail := r.IdxDiff(pidx, cidx)
 		n := r.drain(r, cidx, pidx)
 		if n <= 0 {
-			r.stall(cidx, prev, total, &c)
+			r.stall(cidx, prev, total)
 			return
 		}
 		if n > avail {
@@ -69,11 +50,11 @@ func (r *Ring[T]) drainLockless(os word, prev Flags, budget int) {
 		}
 		f := ns.flags()
 		if f == Abdicated {
-			c.abdications++
+			r.abdications.Add(1)
 		}
 		if f != Busy {
 			if prev == Stalled {
-				c.restarts++
+				r.restarts.Add(1)
 			}
 			return
 		}
@@ -82,23 +63,10 @@ func (r *Ring[T]) drainLockless(os word, prev Flags, budget int) {
 	}
 }
 
-// addCounts adds one drain's rarer counters to the ring's.
-func (r *Ring[T]) addCounts(c *drainCounts) {
-	if c.stalls != 0 {
-		r.stalls.Add(c.stalls)
-	}
-	if c.restarts != 0 {
-		r.restarts.Add(c.restarts)
-	}
-	if c.abdications != 0 {
-		r.abdications.Add(c.abdications)
-	}
-}
-
 // stall records a drain that returned 0: publish cidx with flags STALLED
 // (a CAS replacing atomic_fcmpset_64 inside critical_enter) and count it.
 // A stall right after a stall with nothing consumed counts nothing.
-func (r *Ring[T]) stall(cidx int, prev Flags, total int, c *drainCounts) {
+func (r *Ring[T]) stall(cidx int, prev Flags, total int) {
 	o := word(r.state.Load())
 	for {
 		ns := o.withCidx(cidx).withFlags(Stalled)
@@ -108,10 +76,10 @@ func (r *Ring[T]) stall(cidx int, prev Flags, total int, c *drainCounts) {
 		o = word(r.state.Load())
 	}
 	if prev != Stalled {
-		c.stalls++
+		r.stalls.Add(1)
 	} else if total > 0 {
-		c.restarts++
-		c.stalls++
+		r.restarts.Add(1)
+		r.stalls.Add(1)
 	}
 }
 

@@ -95,8 +95,7 @@ type Ring[T any] struct {
 	_ cpu.CacheLinePad // prevents false sharing between producer and consumer counters
 
 	// Consumer-side counters, written only by the current consumer (and by
-	// ResetStats). starts is written with Load+Store while the writer holds
-	// the consumer role; the others with Add once per drain (drainLockless).
+	// ResetStats).
 	starts      atomic.Uint64 // starts: consumer started on an IDLE ring
 	stalls      atomic.Uint64 // stalls: drain returned 0
 	restarts    atomic.Uint64 // restarts: "recovered after stalling"
