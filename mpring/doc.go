@@ -26,13 +26,13 @@
 // the goroutine that is draining, and any producer preempted between its
 // reservation and its publication holds up every producer behind it (see
 // below). On 2 CPUs, examples/workerpool -mode mpring -work 0 (Gosched
-// retries) moved 8–14 M jobs/s with 2 producers and 0.08–0.16 M with 64,
-// about 100 times slower. For a fan-in that must not drop,
-// use bufring.DRBR when the senders should do the work themselves under a
-// lock (it never drops; a full ring blocks the sender until there is room,
-// and Close releases it), or bufring.MPSC when one consumer goroutine
-// should (it blocks producers on a full ring and the consumer on an empty
-// one).
+// retries) runs two orders of magnitude or more slower with -producers 64
+// than with -producers 2; run it to see the figures on your machine. For a
+// fan-in that must not drop, use bufring.DRBR when the senders should do
+// the work themselves under a lock (it never drops; a full ring blocks the
+// sender until there is room, and Close releases it), or bufring.MPSC when
+// one consumer goroutine should (it blocks producers on a full ring and
+// the consumer on an empty one).
 //
 // There is no consumer-side wait here, by design: mp_ring has no consumer
 // goroutine. The producer that finds the ring IDLE becomes the consumer and
