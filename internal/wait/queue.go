@@ -100,6 +100,12 @@ func (q *Queue) Wake(k int) {
 		return
 	}
 	q.mu.Lock()
+	q.wakeLocked(k)
+	q.mu.Unlock()
+}
+
+// wakeLocked is Wake for k > 0 with q.mu held.
+func (q *Queue) wakeLocked(k int) {
 	k = min(k, len(q.list))
 	for i := 0; i < k; i++ {
 		q.list[i].ch <- struct{}{}
@@ -108,7 +114,6 @@ func (q *Queue) Wake(k int) {
 	clear(q.list[n:])
 	q.list = q.list[:n]
 	q.n.Add(int32(-k))
-	q.mu.Unlock()
 }
 
 // WakeAll wakes every parked goroutine.

@@ -96,29 +96,40 @@ func TestQueueCancel(t *testing.T) {
 	assert.ErrorIs(t, q.Park(ctx, never), context.DeadlineExceeded)
 	assert.False(t, q.Waiting())
 
-	// A waiter whose ctx is already done when it is picked passes the
-	// wake-up on: park a cancelled-to-be waiter first, a patient one second.
-	cctx, ccancel := context.WithCancel(context.Background())
-	first := make(chan error)
-	go func() { first <- q.Park(cctx, never) }()
-	waitUntil(func() bool { return q.n.Load() == 1 })
-	second := make(chan error)
-	go func() { second <- q.Park(context.Background(), never) }()
-	waitUntil(func() bool { return q.n.Load() == 2 })
-	q.mu.Lock() // pick the first waiter and cancel it before it runs
-	ccancel()
-	q.mu.Unlock()
-	q.Wake(1)
-	err := <-first
-	if err != nil {
-		// It saw ctx first: the wake-up must reach the second waiter.
-		assert.ErrorIs(t, err, context.Canceled)
-		assert.NoError(t, <-second)
-	} else {
-		q.Wake(1)
-		assert.NoError(t, <-second)
+	// A waiter that Wake picks after its ctx ended passes the wake-up on.
+	// The first waiter's ctx is cancelled and Wake picks it under one hold
+	// of q.mu, so it cannot have left the list on its own first. It then
+	// returns either nil (it took the wake-up) or ctx's error, and in the
+	// second case the wake-up must reach the second waiter. Rounds repeat
+	// until that case has run.
+	passedOn := false
+	for round := 0; round < 100 && !passedOn; round++ {
+		cctx, ccancel := context.WithCancel(context.Background())
+		first := make(chan error)
+		go func() { first <- q.Park(cctx, never) }()
+		waitUntil(func() bool { return q.n.Load() == 1 })
+		second := make(chan error)
+		go func() { second <- q.Park(context.Background(), never) }()
+		waitUntil(func() bool { return q.n.Load() == 2 })
+		q.mu.Lock()
+		ccancel()
+		q.wakeLocked(1)
+		q.mu.Unlock()
+		if err := <-first; err != nil {
+			assert.ErrorIs(t, err, context.Canceled)
+			passedOn = true
+		} else {
+			q.Wake(1) // the first waiter took it; release the second
+		}
+		select {
+		case err := <-second:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the wake-up of a cancelled waiter was lost")
+		}
+		assert.False(t, q.Waiting())
 	}
-	assert.False(t, q.Waiting())
+	assert.True(t, passedOn, "no round had the picked waiter leave by ctx")
 }
 
 // TestQueueStress: producers and consumers on a counter guarded only by
