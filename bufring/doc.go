@@ -16,8 +16,9 @@
 //   - [MPSC]: a fan-in to one consumer goroutine (a worker's inbox, a
 //     pinned TX thread). Never drops unless asked (Enqueue reports
 //     ErrFull; EnqueueWait waits), the consumer can block until items
-//     arrive, and Close ends both sides. Fastest single items and bursts
-//     here; see its doc for how it differs from buf_ring.
+//     arrive, and Close ends both sides. It holds up best of these queues
+//     at high fan-in with single items; with bursts Ring keeps pace
+//     (BenchmarkFanIn). See its doc for how it differs from buf_ring.
 //   - [Ring]: FreeBSD's buf_ring itself, multi-producer and
 //     multi-consumer, for code that needs its exact semantics (DequeueMC,
 //     Peek/Putback under a lock, a drop counter).

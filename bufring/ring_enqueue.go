@@ -7,13 +7,12 @@ import "github.com/goiflib/goiflib/internal/wait"
 // full). It is the reservation loop of buf_ring_enqueue, widened to n.
 //
 // Go-specific: before reserving, a producer waits (internal/wait's spin,
-// then yielding) until no reservation is outstanding (prodTail == prodHead). In
-// FreeBSD any number of producers may sit between reservation and
-// publication, each spinning on br_prod_tail, which is cheap because none of
-// them can be preempted. Here each of them can, and a chain of k outstanding
-// reservations then needs k scheduler round trips to drain; with 32
-// producers on 2 CPUs that measured about 100 µs per item. Waiting before
-// the CAS keeps the chain short. The slot store inside the window is a
+// then yielding) until no reservation is outstanding (prodTail == prodHead).
+// In FreeBSD any number of producers may sit between reservation and
+// publication, each spinning on br_prod_tail, which is cheap because none
+// of them can be preempted. Here each of them can, and a chain of k
+// outstanding reservations then needs k scheduler round trips to drain.
+// Waiting before the CAS keeps the chain short. The slot store inside the window is a
 // single copy, so little overlap is lost.
 func (r *Ring[T]) reserve(n uint32) (head, took uint32) {
 	var b wait.Backoff
