@@ -194,7 +194,7 @@ type DRBR[T any] struct {
 	cur      T    // the holder's own item while xmit looks at it (guarded by stLocked)
 	unrung   int  // items sent since the last Doorbell (guarded by stLocked)
 	holds    int  // lock holds since the last publication (guarded by stLocked)
-	h, pub   holderStats
+	h        holderStats
 
 	_ cpu.CacheLinePad // published counters below
 
@@ -320,8 +320,9 @@ func (d *DRBR[T]) Stats() DRBRStats {
 	}
 }
 
-// publishStats stores the holder's counters that changed since the last
-// publication.
+// publishStats stores the holder's counters. It runs once every statsEvery
+// lock holds or when Stats asks, so it stores all six rather than track
+// which of them changed.
 //
 // Preconditions: stLocked held.
 func (d *DRBR[T]) publishStats() {
@@ -329,25 +330,12 @@ func (d *DRBR[T]) publishStats() {
 	if d.wantStats.Load() {
 		d.wantStats.Store(false)
 	}
-	if d.h.direct != d.pub.direct {
-		d.direct.Store(d.h.direct)
-	}
-	if d.h.drained != d.pub.drained {
-		d.drained.Store(d.h.drained)
-	}
-	if d.h.refused != d.pub.refused {
-		d.refused.Store(d.h.refused)
-	}
-	if d.h.stalls != d.pub.stalls {
-		d.stalls.Store(d.h.stalls)
-	}
-	if d.h.doorbells != d.pub.doorbells {
-		d.doorbells.Store(d.h.doorbells)
-	}
-	if d.h.stashed != d.pub.stashed {
-		d.stashes.Store(d.h.stashed)
-	}
-	d.pub = d.h
+	d.direct.Store(d.h.direct)
+	d.drained.Store(d.h.drained)
+	d.refused.Store(d.h.refused)
+	d.stalls.Store(d.h.stalls)
+	d.doorbells.Store(d.h.doorbells)
+	d.stashes.Store(d.h.stashed)
 }
 
 // closeErr is what a closed DRBR returns.
