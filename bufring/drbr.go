@@ -159,13 +159,10 @@ const statsEvery = 64
 // keep working; Reopen undoes Close.
 type DRBR[T any] struct {
 	// Read-only after construction.
-	ring       *MPSC[T]
-	xmit       func(*T) error
-	doorbell   func()
-	canRestart func() bool
-	cfg        DRBRConfig[T] // the resolved configuration
-	limit      uint64        // most deferring senders; 0 = never defer
-	unlimited  bool          // defer without counting
+	ring      *MPSC[T]
+	cfg       DRBRConfig[T] // the resolved configuration, with the callbacks
+	limit     uint64        // most deferring senders; 0 = never defer
+	unlimited bool          // defer without counting
 
 	// Set only by this package's tests, before the DRBR is used: run
 	// between a deferring sender's publication and its announcement, and
@@ -239,7 +236,7 @@ func NewDRBRWith[T any](cfg DRBRConfig[T]) (*DRBR[T], error) {
 	if cfg.DrainQuota < 0 {
 		cfg.DrainQuota = -1
 	}
-	d := &DRBR[T]{ring: r, xmit: cfg.Xmit, doorbell: cfg.Doorbell, canRestart: cfg.CanRestart}
+	d := &DRBR[T]{ring: r}
 	switch {
 	case cfg.MaxProducers < 0:
 		cfg.MaxProducers = -1

@@ -22,7 +22,7 @@ func (d *DRBR[T]) drainLocked(quota int) (sent int, stalled bool) {
 		} else if p = d.ring.peekPtr(); p == nil {
 			return sent, false
 		}
-		if d.xmit(p) == ErrRefused {
+		if d.cfg.Xmit(p) == ErrRefused {
 			d.h.refused++
 			if d.retryAfterRefusal() {
 				continue

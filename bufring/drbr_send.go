@@ -23,7 +23,7 @@ func (d *DRBR[T]) Transmit(v T) error {
 		if s&(stLocked|stStalled|stClosed) == 0 && d.state.CompareAndSwap(s, s|stLocked) {
 			if !d.hasStash && d.ring.unreserved() {
 				d.cur = v
-				err := d.xmit(&d.cur)
+				err := d.cfg.Xmit(&d.cur)
 				v = d.cur
 				var zero T
 				d.cur = zero
@@ -129,7 +129,7 @@ func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
 			break
 		}
 		d.cur = vs[i]
-		if err := d.xmit(&d.cur); err != ErrRefused {
+		if err := d.cfg.Xmit(&d.cur); err != ErrRefused {
 			if err != nil && dropped == nil {
 				dropped = err
 			}

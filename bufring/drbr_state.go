@@ -114,8 +114,8 @@ func (d *DRBR[T]) unlock(budget int) (sent int, more bool) {
 			continue
 		}
 		d.ring.release()
-		if d.unrung > 0 && d.doorbell != nil {
-			d.doorbell()
+		if d.unrung > 0 && d.cfg.Doorbell != nil {
+			d.cfg.Doorbell()
 			d.h.doorbells++
 		}
 		d.unrung = 0
@@ -151,10 +151,10 @@ func (d *DRBR[T]) announce() {
 			return // Flush frees them.
 		case s&stLocked != 0:
 			ns |= stPending
-			if s&stStalled != 0 && d.canRestart != nil && d.canRestart() {
+			if s&stStalled != 0 && d.cfg.CanRestart != nil && d.cfg.CanRestart() {
 				ns = ns&^stStalled | stRestart
 			}
-		case s&stStalled != 0 && (d.canRestart == nil || !d.canRestart()):
+		case s&stStalled != 0 && (d.cfg.CanRestart == nil || !d.cfg.CanRestart()):
 			return // Restart sends them.
 		default:
 			ns = ns&^(stStalled|stPending|stRestart) | stLocked
