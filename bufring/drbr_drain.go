@@ -29,12 +29,11 @@ func (d *DRBR[T]) drainLocked(quota int) (sent int, stalled bool) {
 			}
 			return sent, true
 		}
-		var zero T
-		*p = zero
 		if fromStash {
-			d.hasStash = false
-			d.stashed.Store(false)
+			d.unstash()
 		} else {
+			var zero T
+			*p = zero
 			d.ring.advance(1)
 		}
 		d.h.drained++
@@ -42,6 +41,25 @@ func (d *DRBR[T]) drainLocked(quota int) (sent int, stalled bool) {
 		sent++
 	}
 	return sent, false
+}
+
+// stashItem makes v the head of the deferred items: a holder's own item
+// that xmit refused, which no other sender's item may overtake.
+//
+// Preconditions: stLocked held; the stash is empty.
+func (d *DRBR[T]) stashItem(v T) {
+	d.stash, d.hasStash = v, true
+	d.stashed.Store(true)
+	d.h.stashed++
+}
+
+// unstash empties the stash.
+//
+// Preconditions: stLocked held.
+func (d *DRBR[T]) unstash() {
+	var zero T
+	d.stash, d.hasStash = zero, false
+	d.stashed.Store(false)
 }
 
 // Restart is the owner's call once descriptors came back (from its
@@ -143,9 +161,7 @@ func (d *DRBR[T]) Flush(free func(T)) int {
 		if free != nil {
 			free(d.stash)
 		}
-		var zero T
-		d.stash, d.hasStash = zero, false
-		d.stashed.Store(false)
+		d.unstash()
 		n++
 	}
 	var b wait.Backoff

@@ -35,9 +35,7 @@ func (d *DRBR[T]) Transmit(v T) error {
 				}
 				d.h.refused++
 				if !d.retryAfterRefusal() {
-					d.stash, d.hasStash = v, true
-					d.stashed.Store(true)
-					d.h.stashed++
+					d.stashItem(v)
 					d.unlock(-1)
 					return nil
 				}
@@ -144,9 +142,7 @@ func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
 			continue
 		}
 		// drainLocked emptied the stash (or it would have stalled).
-		d.stash, d.hasStash = d.cur, true
-		d.stashed.Store(true)
-		d.h.stashed++
+		d.stashItem(d.cur)
 		i++
 		queue = true
 	}
