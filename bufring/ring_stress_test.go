@@ -1,6 +1,8 @@
 package bufring
 
 import (
+	"context"
+	"errors"
 	"math"
 	"runtime"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,30 +66,63 @@ func (c *orderChecker) see(t *testing.T, v uint64) {
 
 // TestStressMPSC: 1, 2, 8 and 64 producers into one single consumer; every
 // item arrives exactly once and each producer's items in order. Indices
-// start just below 2^32 so they wrap during the run.
+// start just below 2^32 so they wrap during the run. In "wait" mode both
+// sides use the waiting forms (producers park on a full ring, the consumer
+// on an empty one) and the consumer stops at the ErrClosed that follows
+// the producers' last item.
 func TestStressMPSC(t *testing.T) {
 	for _, producers := range []int{1, 2, 8, 64} {
-		for _, mode := range []string{"single", "burst"} {
+		for _, mode := range []string{"single", "burst", "wait"} {
 			t.Run(strconv.Itoa(producers)+"/"+mode, func(t *testing.T) {
-				burst := mode == "burst"
+				ctx := context.Background()
 				r := newRingAt[uint64](t, 64, math.MaxUint32-1000)
 				n := stressItems(producers)
 				var wg sync.WaitGroup
 				for p := 0; p < producers; p++ {
-					wg.Add(1)
-					go func() { defer wg.Done(); produce(r, p, n, burst) }()
+					wg.Go(func() {
+						if mode != "wait" {
+							produce(r, p, n, mode == "burst")
+							return
+						}
+						for seq := 0; seq < n; seq++ {
+							assert.NoError(t, r.EnqueueWait(ctx, item(p, seq)))
+						}
+					})
+				}
+				if mode == "wait" {
+					go func() { wg.Wait(); r.Close() }()
 				}
 				// The single consumer: every item must come in exact order
 				// per producer, so next[p] must equal seq.
 				next := make([]int, producers)
 				buf := make([]uint64, 16)
-				for total := 0; total < producers*n; {
+				total := 0
+			recv:
+				for mode == "wait" || total < producers*n {
 					var got []uint64
-					if burst {
+					switch {
+					case mode == "burst":
 						got = buf[:r.DequeueBurstSC(buf)]
-					} else if v, ok := r.DequeueSC(); ok {
+					case mode == "single":
+						if v, ok := r.DequeueSC(); ok {
+							buf[0] = v
+							got = buf[:1]
+						}
+					case total%3 == 0:
+						v, err := r.DequeueSCWait(ctx)
+						if errors.Is(err, ErrClosed) {
+							break recv
+						}
+						require.NoError(t, err)
 						buf[0] = v
 						got = buf[:1]
+					default:
+						k, err := r.DequeueBurstSCWait(ctx, buf)
+						if errors.Is(err, ErrClosed) {
+							break recv
+						}
+						require.NoError(t, err)
+						got = buf[:k]
 					}
 					if len(got) == 0 {
 						runtime.Gosched()
@@ -102,19 +138,24 @@ func TestStressMPSC(t *testing.T) {
 					total += len(got)
 				}
 				wg.Wait()
+				require.Equal(t, producers*n, total)
 				_, ok := r.DequeueSC()
 				require.False(t, ok, "extra item after all were received")
 				require.Zero(t, r.Count())
+				if mode == "wait" {
+					assert.Zero(t, r.Drops(), "the waiting forms never drop")
+				}
 			})
 		}
 	}
 }
 
 // TestStressMPMC: several producers and several DequeueMC/DequeueBurstMC
-// consumers; every item exactly once, each consumer sees each producer's
-// items in increasing order.
+// consumers, one of them parking in DequeueMCWait until Close; every item
+// exactly once, each consumer sees each producer's items in increasing
+// order.
 func TestStressMPMC(t *testing.T) {
-	const producers, consumers = 4, 3
+	const producers, consumers = 4, 4
 	r := newRingAt[uint64](t, 32, math.MaxUint32-300)
 	n := stressItems(producers)
 	var seen = make([][]uint8, producers)
@@ -136,12 +177,23 @@ func TestStressMPMC(t *testing.T) {
 			oc := orderChecker{next: make([]int, producers)}
 			var local []uint64
 			buf := make([]uint64, 5)
-			for remaining.Load() > 0 {
+		recv:
+			for c == consumers-1 || remaining.Load() > 0 {
 				var k int
-				if c == 0 {
+				switch c {
+				case 0:
 					k = r.DequeueBurstMC(buf)
-				} else if v, ok := r.DequeueMC(); ok {
+				case consumers - 1:
+					v, err := r.DequeueMCWait(context.Background())
+					if err != nil {
+						assert.ErrorIs(t, err, ErrClosed)
+						break recv
+					}
 					buf[0], k = v, 1
+				default:
+					if v, ok := r.DequeueMC(); ok {
+						buf[0], k = v, 1
+					}
 				}
 				if k == 0 {
 					runtime.Gosched()
@@ -161,6 +213,7 @@ func TestStressMPMC(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	r.Close() // the waiting consumer takes what is left, then ErrClosed
 	cwg.Wait()
 	for p := range seen {
 		for seq, c := range seen[p] {
