@@ -64,3 +64,12 @@ func (e *ArgError) Error() string {
 
 // Is reports whether target is ErrInvalid.
 func (e *ArgError) Is(target error) bool { return target == ErrInvalid }
+
+// checkSize is the size check of New and NewMPSC (fn): a power of two in
+// [2, 2^31].
+func checkSize(fn string, size int) error {
+	if size < 2 || uint64(size) > 1<<31 || size&(size-1) != 0 {
+		return &ArgError{Func: fn, Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
+	}
+	return nil
+}

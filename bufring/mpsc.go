@@ -112,8 +112,8 @@ type MPSC[T any] struct {
 // power of two in [2, 2^31]. Other sizes return an *ArgError matching
 // ErrInvalid.
 func NewMPSC[T any](size int) (*MPSC[T], error) {
-	if size < 2 || uint64(size) > 1<<31 || size&(size-1) != 0 {
-		return nil, &ArgError{Func: "NewMPSC", Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
+	if err := checkSize("NewMPSC", size); err != nil {
+		return nil, err
 	}
 	return &MPSC[T]{
 		vals:  make([]T, size),

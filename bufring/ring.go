@@ -121,8 +121,8 @@ type Ring[T any] struct {
 // power of two ≥ 2 and at most 2^31, and the ring holds at most size−1
 // items. Other sizes return an *ArgError matching ErrInvalid.
 func New[T any](size int) (*Ring[T], error) {
-	if size < 2 || uint64(size) > 1<<31 || size&(size-1) != 0 {
-		return nil, &ArgError{Func: "New", Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
+	if err := checkSize("New", size); err != nil {
+		return nil, err
 	}
 	return &Ring[T]{slots: make([]T, size), mask: uint32(size - 1)}, nil
 }
