@@ -41,15 +41,8 @@
 // # DRBR
 //
 // [DRBR] is the deferred-transmit layer around a transmit callback that runs
-// with the queue lock held:
-//
-//	Transmit(v) ── lock free ──▶ send deferred items (order) ─▶ xmit(v) ─▶ Doorbell ─▶ release
-//	     │                                                          │ refused: stall, keep v at the head
-//	     ├─ lock held, < MaxProducers deferring, or stalled ──▶ ring (wait if full) ─▶ announce
-//	     └─ lock held, producer limit reached ──────────────▶ block on the lock ─▶ as the first line
-//	Restart() (owner's completion path) ── clear the stall ─▶ send ≤ DrainQuota deferred items
-//	Do(f)  (owner's reclaim) ── f under the same lock, then send what was deferred meanwhile
-//	Close(cause) / Flush(free) / Reopen() ── stop: blocked senders get their items back
+// with the queue lock held; its doc draws the flow of Transmit, Restart, Do
+// and Close.
 //
 // # Hazards
 //

@@ -117,14 +117,17 @@ const statsEvery = 64
 // drbr_advance) where senders that find the lock taken leave their items
 // instead of waiting.
 //
-// Flow of one Transmit:
+// Flow of one Transmit, and of the owner's calls:
 //
 //	lock free, not stalled ──▶ take it ─▶ send deferred items (order) ─▶ xmit(v) ─▶ Doorbell ─▶ release
+//	                                                       xmit refused: stall, keep v at the head
 //	lock held, < MaxProducers deferring, or stalled ──▶ ring (wait if full) ─▶ announce
 //	lock held, producer limit reached ──▶ block on the lock ─▶ as the first line
 //	announce: lock held → mark "pending", the holder sends it before it releases
 //	          lock free → take it and send; stalled → leave it for Restart
 //	Restart (owner's completion path, after descriptors came back) ─▶ clear the stall, send ≤ DrainQuota
+//	Do(f) (owner's reclaim) ─▶ f under the same lock, then send what was deferred meanwhile
+//	Close(cause) / Flush(free) / Reopen() ─▶ stop: blocked senders get their items back
 //
 // The lock is a word of state changed only by compare-and-swap, so every
 // hand-off between a sender and the holder is ordered by atomics on one
