@@ -16,7 +16,9 @@ import (
 // side: a buffered channel and a slice ring behind a sync.Mutex with
 // sync.Cond waits. Every variant blocks the same way a real user would
 // (channel send/receive, Cond.Wait, the rings' Wait forms), so a waiting
-// side costs what it costs in production. Run:
+// side costs what it costs in production; the one exception is Ring's
+// burst producers, which retry with internal/wait's spin-then-yield
+// because Ring has no waiting burst enqueue. Run:
 //
 //	go test -run '^$' -bench 'FanIn|EnqueueDequeue' -count 5 ./bufring/
 //
