@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goiflib/goiflib/internal/cputime"
 	"github.com/goiflib/goiflib/internal/wait"
 )
 
@@ -208,7 +209,7 @@ func runFanIn(b *testing.B, producers, burst int, q fanQueue) {
 	var buf [benchTake]uint64
 	runtime.GC()
 	b.ResetTimer()
-	c0, t0 := cpuTime(), time.Now()
+	c0, t0 := cputime.Process(), time.Now()
 	close(start)
 	for got := 0; got < total; {
 		n := q.take(buf[:])
@@ -222,7 +223,7 @@ func runFanIn(b *testing.B, producers, burst int, q fanQueue) {
 		got += n
 	}
 	wg.Wait()
-	el, cpu := time.Since(t0), cpuTime()-c0
+	el, cpu := time.Since(t0), cputime.Process()-c0
 	b.StopTimer()
 	b.ReportMetric(float64(total)/el.Seconds()/1e6, "Mitems/s")
 	b.ReportMetric(float64(cpu)/float64(total), "cpu-ns/item")
@@ -362,7 +363,7 @@ func BenchmarkDRBRTransmit(b *testing.B) {
 					per := b.N / p
 					var wg sync.WaitGroup
 					b.ResetTimer()
-					c0, t0 := cpuTime(), time.Now()
+					c0, t0 := cputime.Process(), time.Now()
 					for s := range p {
 						wg.Go(func() {
 							for i := range per {
@@ -371,7 +372,7 @@ func BenchmarkDRBRTransmit(b *testing.B) {
 						})
 					}
 					wg.Wait()
-					el, cpu := time.Since(t0), cpuTime()-c0
+					el, cpu := time.Since(t0), cputime.Process()-c0
 					b.StopTimer()
 					if per*p > 0 {
 						b.ReportMetric(float64(per*p)/el.Seconds()/1e6, "Mitems/s")

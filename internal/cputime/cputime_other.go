@@ -1,0 +1,11 @@
+//go:build !unix
+
+package cputime
+
+import "time"
+
+// Supported reports whether Process measures anything on this platform.
+const Supported = false
+
+// Process returns 0: CPU time is not measured on this platform.
+func Process() time.Duration { return 0 }
