@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 type benchSpace struct {
@@ -224,7 +225,7 @@ func BenchmarkIOMMUCost(b *testing.B) {
 			buf := mustAlloc(b, s, 2048, 2048)[:1500]
 			segs := make([]busdma.Segment, 0, 32)
 			b.ReportAllocs()
-			cpu0 := cpuNow()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				if segs, err = m.Load(buf, segs[:0]); err != nil {
 					b.Fatal(err)
@@ -233,8 +234,8 @@ func BenchmarkIOMMUCost(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if cpu0 >= 0 {
-				b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
+			if cputime.Supported {
+				b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 			}
 		})
 	}

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 // ForwardOptions configures RunForward. The zero value works.
@@ -307,13 +306,6 @@ func withUnit(c iflib.Config, unit, zone int) iflib.Config {
 	return c
 }
 
-// cpuTime is the process's user + system time.
-func cpuTime() time.Duration {
-	var ru unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // fwdMark is a reading of the costs a measurement divides by the frames.
 type fwdMark struct {
 	cpu, genCPU time.Duration // the process's CPU time, the generator thread's
@@ -321,7 +313,7 @@ type fwdMark struct {
 }
 
 func (f *fwdFixture) mark(fw forwarder) fwdMark {
-	return fwdMark{cpu: cpuTime(), genCPU: f.gen.cpuTime(), counts: fw.counts()}
+	return fwdMark{cpu: cputime.Process(), genCPU: f.gen.cpuTime(), counts: fw.counts()}
 }
 
 func (m fwdMark) sub(o fwdMark) fwdMark {

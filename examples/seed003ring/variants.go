@@ -9,6 +9,7 @@ import (
 
 	"github.com/goiflib/goiflib/bufring"
 	"github.com/goiflib/goiflib/examples/seedbench"
+	"github.com/goiflib/goiflib/internal/cputime"
 	"github.com/goiflib/goiflib/mpring"
 )
 
@@ -262,11 +263,11 @@ func run(v variant, fanIn, total int, c cost, now func() float64) (result, error
 		})
 	}
 	ready.Wait()
-	t0, c0 := now(), seedbench.CPUTime()
+	t0, c0 := now(), cputime.Process()
 	close(start)
 	senders.Wait()
 	q.finish()
-	res := result{seconds: now() - t0, cpu: seedbench.CPUTime() - c0, delivered: n.sent, dropped: dropped.Load()}
+	res := result{seconds: now() - t0, cpu: cputime.Process() - c0, delivered: n.sent, dropped: dropped.Load()}
 	if n.sent > 0 {
 		res.doorbells = float64(n.dbs) / float64(n.sent)
 	}

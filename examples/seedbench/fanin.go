@@ -6,8 +6,11 @@
 // (examples/seeds) and the go test benchmarks both run them; docs/seeds.md
 // describes each review and how it is measured here.
 //
-// Every measurement reports the process's CPU time per packet (CPUTime,
-// getrusage) next to its rate, measured over the same window.
+// Every measurement reports the process's CPU time per packet
+// (internal/cputime: getrusage, every goroutine of the process, the
+// simulated devices and the generator included) next to its rate, measured
+// over the same window; unlike a rate, it hardly moves when other processes
+// take a share of the CPUs.
 package seedbench
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 // FanInFrameLen is the frame of the "simple_tx with drbr deferral"
@@ -246,7 +250,7 @@ func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 	mark := func() {
 		a0, d0, n0 = sum(stats)
 		start0 = r.Sink.Frames()
-		t0, cpu0 = time.Now(), CPUTime()
+		t0, cpu0 = time.Now(), cputime.Process()
 	}
 	if warm <= 0 {
 		mark()
@@ -309,7 +313,7 @@ func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 	} else {
 		time.Sleep(d)
 	}
-	end, el, cpu := r.Sink.Frames(), time.Since(t0), CPUTime()-cpu0
+	end, el, cpu := r.Sink.Frames(), time.Since(t0), cputime.Process()-cpu0
 	a1, d1, n1 := sum(stats)
 	stop.Store(true)
 	wg.Wait()

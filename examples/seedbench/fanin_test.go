@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 // TestSeed003Smoke runs every mode briefly with the busdma checker on:
@@ -31,7 +32,7 @@ func TestSeed003Smoke(t *testing.T) {
 		if mode == iflib.TxModeDRBR && res.Drops != 0 {
 			t.Errorf("drbr refused %d transmits; it should block instead", res.Drops)
 		}
-		if CPUTimeSupported && (res.CPU <= 0 || res.CPUNsPerPkt() <= 0) {
+		if cputime.Supported && (res.CPU <= 0 || res.CPUNsPerPkt() <= 0) {
 			t.Errorf("%s: CPU time %v over the window", mode, res.CPU)
 		}
 		if res.FrameLen != FanInFrameLen || res.Gbps() <= 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 // ForwardFrameLen is the default frame of the forwarding measurement:
@@ -450,7 +451,7 @@ func freeAll(_ int, pkts []*iflib.Packet) {
 // Snapshot returns the counters since the rig started.
 func (r *ForwardRig) Snapshot() ForwardResult {
 	res := ForwardResult{
-		Elapsed: time.Since(r.start), CPU: CPUTime(), RxOnly: r.opts.RxOnly,
+		Elapsed: time.Since(r.start), CPU: cputime.Process(), RxOnly: r.opts.RxOnly,
 		Refused: r.Gen.Refused(), Forwarded: r.Sink.Frames(), TxErrors: r.txErrs.Load(),
 	}
 	if r.Raw != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 // arrivals checks frames at B's sink against ForwardFrame: each sequence
@@ -285,7 +286,7 @@ func TestForwardRunPackets(t *testing.T) {
 		if res.Packets() < n || res.Mpps() <= 0 {
 			t.Fatalf("%+v: window counted %d packets (%v)", o, res.Packets(), res)
 		}
-		if CPUTimeSupported && res.CPUNsPerPkt() <= 0 {
+		if cputime.Supported && res.CPUNsPerPkt() <= 0 {
 			t.Fatalf("%+v: CPU time %v", o, res.CPU)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/goiflib/goiflib/examples/seedbench"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -349,7 +349,7 @@ func TestQuickSmoke(t *testing.T) {
 			for m, s := range p.Metrics {
 				assert.Len(t, s.Samples, o.Rounds, "%s %s %s", r.ID, p.Variant, m)
 			}
-			if seedbench.CPUTimeSupported {
+			if cputime.Supported {
 				assert.Positive(t, p.Metrics[MCPU].Median, "%s %s: cpu-ns/pkt", r.ID, p.Variant)
 			}
 		}

@@ -41,7 +41,7 @@ import (
 	"time"
 
 	"github.com/goiflib/goiflib/cpumap"
-	"github.com/goiflib/goiflib/examples/seedbench"
+	"github.com/goiflib/goiflib/internal/cputime"
 )
 
 func main() {
@@ -177,11 +177,11 @@ func measure(m mode, alloc *cpumap.Allocator, c config) (result, error) {
 			}
 		})
 	}
-	t0, c0 := time.Now(), seedbench.CPUTime()
+	t0, c0 := time.Now(), cputime.Process()
 	close(start)
 	wg.Wait()
 	f.close()
-	el, cpu := time.Since(t0).Seconds(), seedbench.CPUTime()-c0
+	el, cpu := time.Since(t0).Seconds(), cputime.Process()-c0
 	close(errs)
 	if err := <-errs; err != nil {
 		return result{}, err
