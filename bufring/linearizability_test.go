@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // Operations recorded in a history.
@@ -101,7 +103,7 @@ func fifoModel(capacity int) porcupine.Model {
 // DequeueMC/DequeueBurstMC.
 func TestLinearizable(t *testing.T) {
 	histories := 60
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		histories = 20
 	}
 	for _, mc := range []bool{false, true} {

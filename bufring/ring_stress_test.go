@@ -12,12 +12,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // stressItems is how many items each producer sends in the stress tests.
 func stressItems(producers int) int {
 	n := 20000 / producers
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		n /= 4
 	}
 	return max(n, 50)

@@ -16,6 +16,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 func TestTransmitEveryModeByteIdentical(t *testing.T) {
@@ -25,7 +26,7 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 			r := simnictest.New(t, simnictest.Options{Config: iflib.Config{TxMode: mode}, Peer: rec})
 			rng := mrand.New(mrand.NewPCG(1, uint64(mode)))
 			n := 1500
-			if raceEnabled {
+			if race.Enabled {
 				n = 600
 			}
 			var want [][]byte
@@ -110,7 +111,7 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 			rec := &recvRecorder{}
 			r := simnictest.New(t, simnictest.Options{Input: rec.input})
 			n := 1500
-			if raceEnabled {
+			if race.Enabled {
 				n = 600
 			}
 			var want [][]byte

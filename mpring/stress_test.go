@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // item encodes (producer, sequence) so the consumer can check per-producer
@@ -98,7 +100,7 @@ func finish(r *Ring[uint64]) {
 
 func TestStressStallingConsumer(t *testing.T) {
 	producers, perProducer := 8, 20000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		perProducer = 6000
 	}
 	c := &checker{t: t, next: make([]int, producers), stallEvery: 7, maxBatch: 8}
@@ -159,7 +161,7 @@ func TestStressStallingConsumer(t *testing.T) {
 func TestPreemptionGOMAXPROCS1(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	producers, perProducer := 64, 2000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		perProducer = 300
 	}
 	c := &checker{t: t, next: make([]int, producers), maxBatch: 32}

@@ -13,6 +13,7 @@ import (
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
 	"github.com/goiflib/goiflib/internal/cputime"
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // arrivals checks frames at B's sink against ForwardFrame: each sequence
@@ -131,7 +132,7 @@ func TestForwardExactlyOnce(t *testing.T) {
 			if tc.o.FrameLen > 1500 {
 				n = 500
 			}
-			if raceEnabled {
+			if race.Enabled {
 				n /= 3
 			}
 			tc.o.Config.TxMode = iflib.TxModeDRBR
@@ -155,7 +156,7 @@ func TestForwardExactlyOnce(t *testing.T) {
 // one per packet.
 func TestForwardIOMMU(t *testing.T) {
 	n := 4000
-	if raceEnabled {
+	if race.Enabled {
 		n = 1500
 	}
 	for _, noReuse := range []bool{false, true} {
@@ -271,7 +272,7 @@ func TestForwardRaw(t *testing.T) {
 // many, with the CPU time the process spent meanwhile.
 func TestForwardRunPackets(t *testing.T) {
 	n := uint64(5000)
-	if raceEnabled {
+	if race.Enabled {
 		n = 1000
 	}
 	for _, o := range []ForwardOpts{{Checker: true}, {Checker: true, Raw: true}, {Checker: true, RxOnly: true}} {

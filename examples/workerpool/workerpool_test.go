@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // TestRun runs the command with every fan-in at a few shapes (more
@@ -15,7 +17,7 @@ import (
 // (measure fails otherwise), split over the workers.
 func TestRun(t *testing.T) {
 	items := "20000"
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		items = "4000"
 	}
 	for _, args := range [][]string{

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 func TestBackoffPhases(t *testing.T) {
@@ -35,7 +37,7 @@ func TestBackoffPhases(t *testing.T) {
 // a lost wake-up hangs the test.
 func TestQueueNoLostWakeup(t *testing.T) {
 	rounds := 20000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		rounds = 2000
 	}
 	var q Queue
@@ -137,7 +139,7 @@ func TestQueueCancel(t *testing.T) {
 func TestQueueStress(t *testing.T) {
 	const workers = 4
 	n := 20000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		n = 2000
 	}
 	var avail atomic.Int64

@@ -1,5 +1,0 @@
-//go:build !race
-
-package bufring
-
-const raceEnabled = false

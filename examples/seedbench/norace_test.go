@@ -1,5 +1,0 @@
-//go:build !race
-
-package seedbench
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package mpring
-
-const raceEnabled = false
