@@ -2,9 +2,9 @@ package busdma
 
 import (
 	"fmt"
-	"runtime"
-	"strings"
 	"sync"
+
+	"github.com/goiflib/goiflib/internal/callsite"
 )
 
 // ReportKind classifies a checker report. The classes are the DMA misuses
@@ -136,23 +136,8 @@ func (c *Checker) add(r Report) {
 	}
 }
 
-const pkgPrefix = "github.com/goiflib/goiflib/busdma."
-
 // callSite is the first caller outside this package.
-func callSite() string {
-	var pcs [24]uintptr
-	n := runtime.Callers(2, pcs[:])
-	fr := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := fr.Next()
-		if !strings.HasPrefix(f.Function, pkgPrefix) {
-			return fmt.Sprintf("%s:%d", f.File, f.Line)
-		}
-		if !more {
-			return "?"
-		}
-	}
-}
+func callSite() string { return callsite.Outside("github.com/goiflib/goiflib/busdma") }
 
 // report files a report about m (nil for device-level reports).
 func (d *Device) report(k ReportKind, m *Map, format string, args ...any) {

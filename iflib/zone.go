@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/internal/callsite"
 )
 
 // Cluster sizes of FreeBSD's mbuf cluster zones (sys/sys/mbuf.h).
@@ -267,20 +266,7 @@ func (z *Zone) usedAfterFree(p *Packet, use string) string {
 }
 
 // callerSite is the first caller outside this package.
-func callerSite() string {
-	var pcs [16]uintptr
-	n := runtime.Callers(3, pcs[:])
-	fr := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := fr.Next()
-		if !strings.HasPrefix(f.Function, "github.com/goiflib/goiflib/iflib.") {
-			return fmt.Sprintf("%s:%d", f.File, f.Line)
-		}
-		if !more {
-			return "?"
-		}
-	}
-}
+func callerSite() string { return callsite.Outside("github.com/goiflib/goiflib/iflib") }
 
 // getBatch moves up to len(dst) packets from the depot into dst.
 func (z *Zone) getBatch(dst []*Packet) int {
