@@ -35,7 +35,14 @@ type Config struct {
 	FIFO int
 	// TxSegs is the segments per TX packet the driver allows
 	// (isc_tx_nsegments); default 32, between 1 and 128 (IFLIB_MAX_TX_SEGS).
-	TxSegs  int
+	TxSegs int
+	// TSOSegs is the segments per TSO packet the driver allows
+	// (isc_tx_tso_segments_max), reported only with Offload; default
+	// TxSegs (em's rule: both are EM_MAX_SCATTER), between 1 and 128. Set
+	// it above TxSegs for an ixl-like NIC (IXL_MAX_TX_SEGS 8,
+	// IXL_MAX_TSO_SEGS 128), whose TSO packet may span more descriptors
+	// than any other packet. iflib clamps both to NTxd/12.
+	TSOSegs int
 	Checker *busdma.Checker
 	// LineRate is the wire speed in bits/s (with 20 bytes of preamble and
 	// inter-frame gap and a 4-byte FCS per frame); 0 is unlimited, for
@@ -175,6 +182,9 @@ func (c *Config) defaults() {
 	if c.TxSegs == 0 {
 		c.TxSegs = 32
 	}
+	if c.TSOSegs == 0 {
+		c.TSOSegs = c.TxSegs
+	}
 	if c.WBThresh > 0 && c.WBDelay == 0 {
 		c.WBDelay = 50 * time.Microsecond
 	}
@@ -205,6 +215,8 @@ func (c *Config) validate() error {
 		return bad("FIFO", c.FIFO, fmt.Sprintf("FIFO × (MaxFrame+4) above %d bytes", MaxFIFOBytes))
 	case c.TxSegs < 1 || c.TxSegs > 128:
 		return bad("TxSegs", c.TxSegs, "want 1..128")
+	case c.TSOSegs < 1 || c.TSOSegs > 128:
+		return bad("TSOSegs", c.TSOSegs, "want 1..128")
 	case !rate(c.LineRate):
 		return bad("LineRate", c.LineRate, "negative, NaN or infinite")
 	case !rate(c.FrameRate):

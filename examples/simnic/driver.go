@@ -232,7 +232,7 @@ func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.TxCsumFlags = 0
 	if cfg.Offload {
 		sc.TxCsumFlags = txOffloads
-		sc.TxTSOSegmentsMax, sc.TxTSOSizeMax, sc.TxTSOSegSizeMax = cfg.TxSegs, TSOMaxSize, 4096
+		sc.TxTSOSegmentsMax, sc.TxTSOSizeMax, sc.TxTSOSegSizeMax = cfg.TSOSegs, TSOMaxSize, 4096
 	}
 	sc.TxRx = d
 	return nil

@@ -33,6 +33,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"RxBufSize -2048":   {RxBufSize: -2048},
 		"TxSegs 0 (neg)":    {TxSegs: -3},
 		"TxSegs 129":        {TxSegs: 129},
+		"TSOSegs -1":        {TSOSegs: -1},
+		"TSOSegs 129":       {TSOSegs: 129},
 		"LineRate NaN":      {LineRate: math.NaN()},
 		"FrameRate -1":      {FrameRate: -1},
 		"LineRate Inf":      {LineRate: math.Inf(1)},

@@ -314,3 +314,54 @@ func TestRxChecksumAndVLANStrip(t *testing.T) {
 		})
 	}
 }
+
+// Config.TSOSegs is isc_tx_tso_segments_max: a TSO packet may span more
+// descriptors than TxSegs (isc_tx_nsegments) allows any other packet, as on
+// ixl (IXL_MAX_TX_SEGS 8, IXL_MAX_TSO_SEGS 128). With TxSegs 2 and
+// TSOSegs 32, a 20-buffer TSO packet goes out as one packet of 21
+// descriptors (its context and 20 data descriptors), segmented right;
+// with TSOSegs left at its default (TxSegs) the same packet cannot be
+// mapped, and iflib drops it and counts it.
+func TestTSOSegs(t *testing.T) {
+	for _, tc := range []struct {
+		tsoSegs int
+		sent    bool
+	}{{32, true}, {0, false}} {
+		t.Run(fmt.Sprint("TSOSegs=", tc.tsoSegs), func(t *testing.T) {
+			rec := &simnictest.Recorder{}
+			r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 1024, NRxd: 256, Offload: true, TxSegs: 2, TSOSegs: tc.tsoSegs},
+				Config: iflib.Config{TxMode: iflib.TxModeSimple}, Peer: rec, TxZone: 64})
+			if got, want := r.NIC.Config().TSOSegs, max(tc.tsoSegs, 2); got != want {
+				t.Fatalf("Config().TSOSegs = %d, want %d", got, want)
+			}
+			const payload, mss, nbuf = 20000, 1448, 20
+			s := simnictest.FrameSpec{Proto: simnictest.ProtoTCP, TCPSeq: 1000, TCPFlags: 0x18, IPID: 7, Seed: true}
+			s.Len = simnictest.EtherLen + simnictest.IPv4Len + simnictest.TCPLen + payload
+			orig := s.Build(nil)
+			m := r.Packet(orig, nbuf)
+			m.Hdr.CsumFlags = iflib.CsumIPTSO
+			m.Hdr.TSOSegSize = mss
+			err := r.Ctx.Transmit(m)
+			if !tc.sent {
+				if err == nil || r.Ctx.Counter(iflib.IfCounterOErrors) != 1 {
+					t.Fatalf("Transmit = %v, oerrors %d; want a refusal counted once", err, r.Ctx.Counter(iflib.IfCounterOErrors))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			nseg := (payload + mss - 1) / mss
+			waitFor(t, "every segment", func() bool { return rec.Len() >= nseg })
+			if err := checkTSO(orig, rec.Frames(), mss); err != nil {
+				t.Fatal(err)
+			}
+			if ds := r.Driver.Stats(); ds.TxEncapped != 1 {
+				t.Fatalf("driver stats %+v", ds)
+			}
+			if st := r.NIC.Stats(); st.TxTSO != 1 || st.TxProcessed != 1 {
+				t.Fatalf("device stats %+v", st)
+			}
+		})
+	}
+}
