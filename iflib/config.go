@@ -224,8 +224,20 @@ type Config struct {
 	// every refill loads its cluster anew.
 	NoRxReuse bool
 	// RxPerPacket delivers RX packets to the input callback one at a time
-	// instead of one batch per rxeof pass (D27755's comparison).
+	// instead of one batch per rxeof pass (D27755's comparison): the pass
+	// still takes its whole budget and refills first, then calls Input once
+	// per packet.
 	RxPerPacket bool
+	// RxPerPacketInput delivers each received packet to the input callback
+	// from inside the rxeof loop, as it is taken from the ring (a
+	// one-element slice, no batch accumulation), before the next packet is
+	// read and before the pass refills: if_input per mbuf, the delivery
+	// that batching (D27755) replaces. Order and counts are those of
+	// batched delivery; rx_if_input counts one call per packet. It takes
+	// precedence over RxPerPacket, and cannot be combined with RxSortByFlow
+	// (there is no batch to sort): a *ConfigError. Off by default (one Input
+	// call per pass).
+	RxPerPacketInput bool
 	// RxSortByFlow sorts each batch by flow id, keeping order within a flow
 	// (as tcp_lro_queue_mbuf's sort does).
 	RxSortByFlow bool
@@ -265,6 +277,9 @@ func (c *Context) resolveConfig() error {
 	}
 	if r := cfg.TxReclaimThresh; r < 0 || r > c.sc.NTxd[0]/2 {
 		return cfgErr("TxReclaimThresh", r, "must be 0..ntxd/2")
+	}
+	if cfg.RxPerPacketInput && cfg.RxSortByFlow {
+		return cfgErr("RxPerPacketInput", true, "delivers each packet as it is taken: there is no batch for RxSortByFlow to sort")
 	}
 	if cfg.TxMode < TxModeMPRing || cfg.TxMode > TxModeDRBR {
 		return cfgErr("TxMode", cfg.TxMode, "unknown mode")

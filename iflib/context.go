@@ -19,7 +19,7 @@ type Attachment struct {
 	Bus    *busdma.Device // the bus device; its root tag is bus_get_dma_tag(dev); the RX zones come from its space
 	Config Config         // iflib's tunables
 	// Input is if_input: it receives each RX batch (or each packet with
-	// Config.RxPerPacket) on the RX queue's task. The packets are the
+	// Config.RxPerPacket or Config.RxPerPacketInput) on the RX queue's task. The packets are the
 	// callee's: it must free or transmit each. The slice is reused after the
 	// call returns. A nil Input frees every received packet (counted as
 	// delivered). Input may call Transmit; a Stop or Detach from Input is

@@ -243,7 +243,11 @@ func (q *rxq) rxeof(budget int) int {
 			continue // a completion entry without a packet
 		}
 		if m := q.pktGet(ri); m != nil {
-			q.batch = append(q.batch, m)
+			if c.cfg.RxPerPacketInput {
+				q.inputOne(m) // if_input per mbuf, inside the loop
+			} else {
+				q.batch = append(q.batch, m)
+			}
 		}
 		if avail == 0 && left > 0 {
 			avail = q.rxdAvail(fl0.cidx, left)
@@ -395,6 +399,19 @@ func (q *rxq) deliver() {
 	}
 	clear(b)
 	q.batch = b[:0]
+}
+
+// inputOne hands one packet to if_input at once (Config.RxPerPacketInput).
+func (q *rxq) inputOne(m *Packet) {
+	c := q.ctx
+	if c.input == nil {
+		m.Free()
+		return
+	}
+	q.one[0] = m
+	c.input(q.id, q.one[:])
+	q.one[0] = nil
+	q.st.inc(rxIfInput, 1)
 }
 
 // sortByFlow is a stable insertion sort by flow id: packets of one flow

@@ -96,6 +96,9 @@ func (c *Context) buildSysctl() *Node {
 	ifl.leaf("tx_mode", "transmit mode (goiflib: mpring, simple or drbr)", func() any { return cfg.TxMode.String() })
 	ifl.leaf("tx_abdicate", "cause TX to abdicate instead of running to completion", func() any { return cfg.TxAbdicate })
 	ifl.leaf("rx_budget", "set the RX budget", func() any { return cfg.RxBudget })
+	ifl.leaf("rx_per_packet", "Input once per packet after each rxeof pass (goiflib)", func() any { return cfg.RxPerPacket })
+	ifl.leaf("rx_per_packet_input", "Input per packet inside the rxeof loop, if_input per mbuf (goiflib)", func() any { return cfg.RxPerPacketInput })
+	ifl.leaf("rx_sort_by_flow", "sort each RX batch by flow id (goiflib)", func() any { return cfg.RxSortByFlow })
 	ifl.leaf("separate_txrx", "use separate cores for TX and RX", func() any { return cfg.SeparateTxRx })
 	ifl.leaf("use_logical_cores", "try to make use of logical cores for TX and RX", func() any { return cfg.UseLogicalCores })
 	ifl.leaf("core_offset", "offset to start using cores at", func() any {
