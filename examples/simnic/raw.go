@@ -57,8 +57,11 @@ type RawStats struct {
 // place: the free stack, the RX ring (between rxNext and rxTail), or the
 // TX ring (between txClean and txTail). The device registers are the
 // only shared state with the device goroutines: the doorbells (RDT, TDT
-// stores) release the descriptors written before them; the heads (RDH,
-// TDH loads) acquire the device's write-backs and its reads.
+// stores) release the descriptors written before them; the write-back
+// frontiers (loads) acquire the device's reads and write-backs before
+// them. A descriptor is rewritten only once the device wrote it back and
+// the ring was synced with POSTREAD (reclaim, forward, Start): a late or
+// batched write-back never lands on a descriptor the loop re-posted.
 type RawForwarder struct {
 	rx, tx *NIC
 	batch  int
@@ -146,9 +149,13 @@ func NewRawForwarder(rx, tx *NIC, cfg RawConfig) (*RawForwarder, error) {
 
 // alloc builds the rings, the clusters and their two mappings each.
 func (f *RawForwarder) alloc(nbuf int) error {
-	ring := func(n *NIC, ndesc int) (*busdma.DMAMem, error) {
+	ring := func(n *NIC, ndesc int, tx bool) (*busdma.DMAMem, error) {
+		size := ndesc * DescSize
+		if tx && n.cfg.TxCompletion == TxCompletionHeadWB {
+			size += DescSize // TDWBAL: the head is written right after the ring
+		}
 		t, err := busdma.NewTag(n.bus.Tag(), busdma.TagConfig{
-			Alignment: 128, MaxSize: ndesc * DescSize, NSegments: 1, MaxSegSize: ndesc * DescSize,
+			Alignment: 128, MaxSize: size, NSegments: 1, MaxSegSize: size,
 		})
 		if err != nil {
 			return nil, err
@@ -159,9 +166,10 @@ func (f *RawForwarder) alloc(nbuf int) error {
 	sizes := [4]struct {
 		n     *NIC
 		ndesc int
-	}{{f.rx, f.rx.cfg.NRxd}, {f.rx, f.rx.cfg.NTxd}, {f.tx, f.tx.cfg.NTxd}, {f.tx, f.tx.cfg.NRxd}}
+		tx    bool
+	}{{f.rx, f.rx.cfg.NRxd, false}, {f.rx, f.rx.cfg.NTxd, true}, {f.tx, f.tx.cfg.NTxd, true}, {f.tx, f.tx.cfg.NRxd, false}}
 	for i, s := range sizes {
-		if f.rings[i], err = ring(s.n, s.ndesc); err != nil {
+		if f.rings[i], err = ring(s.n, s.ndesc, s.tx); err != nil {
 			return fmt.Errorf("simnic: raw forwarder: ring: %w", err)
 		}
 	}
@@ -264,7 +272,14 @@ func (f *RawForwarder) Start() error {
 			return ErrRawBusy
 		}
 	}
+	// The rings may hold the last write-backs of a previous run (a stop
+	// completes the device's batched and delayed ones): they are the CPU's
+	// only after a POSTREAD. Clearing them without it would leave the
+	// device's view of those bytes stale (an RX write-back's hash where
+	// the next buffer address goes) on a non-coherent machine, as the
+	// checker models one.
 	for _, r := range f.rings {
+		r.Sync(busdma.PostRead | busdma.PostWrite)
 		clear(r.Vaddr)
 		r.Sync(busdma.PreRead | busdma.PreWrite)
 	}
@@ -390,13 +405,21 @@ func (f *RawForwarder) loop() {
 	}
 }
 
-// reclaim recycles the buffers of TX descriptors the device finished:
-// everything before TDH (acquire: the device read the data before it
-// advanced the head).
+// reclaim recycles the buffers of TX descriptors the device finished and
+// wrote back: everything before the write-back frontier (acquire: the
+// device read the data, and made its DD or head write-backs, before it).
+// Not TDH: with late or batched write-backs (WBDelay, WBThresh) the device
+// has read a descriptor long before it writes DD into it, and a descriptor
+// reclaimed at TDH could be re-posted before that write lands.
 func (f *RawForwarder) reclaim() int {
-	head := int(f.tx.txq[0].tdh.Load())
+	head := int(f.tx.txq[0].wb.Load())
 	mask := f.txSize - 1
 	n := 0
+	if f.txUsed > 0 && f.txClean != head {
+		// The descriptors the device wrote back are the CPU's again before
+		// forward rewrites them.
+		f.rings[2].Sync(busdma.PostRead | busdma.PostWrite)
+	}
 	for f.txUsed > 0 && f.txClean != head {
 		b := f.txSlot[f.txClean]
 		f.txMaps[b].Sync(busdma.PostWrite)
