@@ -52,7 +52,8 @@ type Config struct {
 	FrameRate float64
 	// ITR is the interrupt moderation interval: a queue raises at most one
 	// interrupt per ITR (and stays masked until the driver re-enables it).
-	// 0: no moderation; negative is an error.
+	// 0: no moderation; at most 1 s (an Intel ITR/EITR interval field
+	// tops out at milliseconds).
 	ITR time.Duration
 
 	// The behaviour modes below make the device as hard on its driver as
@@ -221,8 +222,8 @@ func (c *Config) validate() error {
 		return bad("LineRate", c.LineRate, "negative, NaN or infinite")
 	case !rate(c.FrameRate):
 		return bad("FrameRate", c.FrameRate, "negative, NaN or infinite")
-	case c.ITR < 0:
-		return bad("ITR", c.ITR, "negative")
+	case c.ITR < 0 || c.ITR > time.Second:
+		return bad("ITR", c.ITR, "want 0..1s")
 	case c.TxCompletion > TxCompletionHeadWB:
 		return bad("TxCompletion", c.TxCompletion, "unknown")
 	case c.RxErrors > RxErrorsDiscard:

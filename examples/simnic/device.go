@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,8 +106,9 @@ type NIC struct {
 	lsc         atomic.Bool // ICR.LSC latched
 	lscEn       atomic.Bool // IMS.LSC
 	linkMu      sync.Mutex
-	statusReads uint64 // guarded by linkMu
-	downLeft    uint64 // guarded by linkMu: status reads until a scheduled loss ends (0: none)
+	statusReads uint64        // guarded by linkMu
+	downLeft    uint64        // guarded by linkMu: status reads until a scheduled loss ends (0: none)
+	linkUpCh    chan struct{} // guarded by linkMu: closed when the link comes back (nil while up)
 
 	mu      sync.Mutex // start/stop and the owner
 	owner   any        // guarded by mu: the driver bound to the device (nil: none)
@@ -114,7 +116,11 @@ type NIC struct {
 	quit    chan struct{}
 	done    chan struct{}
 	running bool
-	isr     func(c intrCause, q int) // the driver's interrupt handler
+	// stopping is set (before quit is closed) while stop waits for the
+	// device goroutine: the DMA latency is no longer waited out, so the
+	// last pass ends at once (quit is closed: the pacer does not wait).
+	stopping atomic.Bool
+	isr      func(c intrCause, q int) // the driver's interrupt handler
 
 	// One-shot fault injection for tests: each is consumed by the next RX
 	// frame (or the driver's next pkt_get).
@@ -251,18 +257,29 @@ func (n *NIC) Receive(frame []byte) bool {
 	return true
 }
 
-// WaitRoom parks until the receive FIFO has room for frame (true); it
-// returns false at once for a frame the MAC never takes (too long), or
-// when cancel is closed. See RoomWaiter. While the link is down it
-// returns true at once (the wire drops the frame, counted).
+// WaitRoom parks until the NIC may take frame: the link is up and the
+// receive FIFO has room (true). It returns false at once for a frame the
+// MAC never takes (too long), or when cancel is closed. See RoomWaiter.
+// While the link is down it parks until the link comes back, so a sender
+// that retries a refused frame (Generator.Lossless) neither spins nor
+// counts a drop (RxLinkDown) per attempt.
 func (n *NIC) WaitRoom(frame []byte, cancel <-chan struct{}) bool {
 	if len(frame) > n.maxWireFrame(frame) {
 		return false
 	}
-	if !n.linkUp.Load() {
-		return true
+	for {
+		n.linkMu.Lock()
+		up := n.linkUpCh
+		n.linkMu.Unlock()
+		if up == nil {
+			return n.fifo.waitRoom(cancel)
+		}
+		select {
+		case <-up:
+		case <-cancel:
+			return false
+		}
 	}
-	return n.fifo.waitRoom(cancel)
 }
 
 // Stats returns the device counters.
@@ -332,6 +349,12 @@ func (n *NIC) setLinkLocked(up bool) {
 		return
 	}
 	n.linkUp.Store(up)
+	if up {
+		close(n.linkUpCh)
+		n.linkUpCh = nil
+	} else {
+		n.linkUpCh = make(chan struct{})
+	}
 	n.st.linkChanges.Add(1)
 	n.lsc.Store(true)
 	n.wake()
@@ -391,6 +414,7 @@ func (n *NIC) start(isr func(c intrCause, q int)) {
 	}
 	n.isr = isr
 	n.quit, n.done = make(chan struct{}), make(chan struct{})
+	n.stopping.Store(false)
 	n.running = true
 	go n.run()
 }
@@ -404,6 +428,7 @@ func (n *NIC) stop() {
 	if !n.running {
 		return
 	}
+	n.stopping.Store(true)
 	close(n.quit)
 	<-n.done
 	n.running = false
@@ -441,7 +466,8 @@ func (n *NIC) intrDisable() {
 func (n *NIC) run() {
 	defer close(n.done)
 	defer n.writeBacks(true) // the DMA in flight completes before the device stops
-	pace := pacer{lineRate: n.cfg.LineRate, frameRate: n.cfg.FrameRate, start: time.Now()}
+	pace := newPacer(n.cfg.LineRate, n.cfg.FrameRate, n.quit)
+	defer pace.timer.Stop()
 	n.parkTimer = time.NewTimer(time.Hour)
 	n.parkTimer.Stop()
 	n.rxWaitQ = -1
@@ -453,7 +479,7 @@ func (n *NIC) run() {
 		}
 		work := false
 		for i := range n.txq {
-			if n.serveTx(i, &pace) {
+			if n.serveTx(i, pace) {
 				work = true
 			}
 		}
@@ -549,10 +575,12 @@ func (n *NIC) dmaWrite(a busdma.BusAddr, p []byte) error {
 }
 
 // dmaWait spends DMALatency (slow DMA). The device goroutine waits as the
-// DMA engine would: short waits spin, longer ones sleep.
+// DMA engine would: short waits spin, longer ones sleep (at most 1 ms:
+// Config.DMALatency). Once a stop has begun it does not wait: the
+// accesses of the last pass complete at once.
 func (n *NIC) dmaWait() {
 	d := n.cfg.DMALatency
-	if d <= 0 {
+	if d <= 0 || n.stopping.Load() {
 		return
 	}
 	if d >= 200*time.Microsecond {
@@ -563,11 +591,22 @@ func (n *NIC) dmaWait() {
 	}
 }
 
-// pacer holds the wire to its line rate.
+// pacer holds the wire to its line rate and frame rate. Its waits end
+// when the device stops (quit closed): the frame in hand still goes out
+// and the pass ends (serveTx stops at quit), so a slow legal rate never
+// makes Stop or Detach wait for the wire.
 type pacer struct {
 	lineRate, frameRate float64
 	start               time.Time
 	due                 float64 // seconds of wire time used since start
+	quit                <-chan struct{}
+	timer               *time.Timer
+}
+
+func newPacer(lineRate, frameRate float64, quit <-chan struct{}) *pacer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &pacer{lineRate: lineRate, frameRate: frameRate, start: time.Now(), quit: quit, timer: t}
 }
 
 func (p *pacer) wait(frameLen int) {
@@ -582,8 +621,33 @@ func (p *pacer) wait(frameLen int) {
 		t = max(t, 1/p.frameRate)
 	}
 	p.due += t
-	ahead := time.Duration(p.due*float64(time.Second)) - time.Since(p.start)
-	if ahead > 100*time.Microsecond {
-		time.Sleep(ahead)
+	ahead := durationOf(p.due) - time.Since(p.start)
+	if ahead <= 100*time.Microsecond {
+		return
 	}
+	select {
+	case <-p.quit:
+		return
+	default:
+	}
+	p.timer.Reset(ahead)
+	select {
+	case <-p.quit:
+		p.timer.Stop()
+	case <-p.timer.C:
+	}
+}
+
+// durationOf converts seconds to a Duration, saturating: a rate so slow
+// that a frame's time overflows a Duration (about 292 years) waits until
+// the stop; NaN and negative values are 0.
+func durationOf(sec float64) time.Duration {
+	const maxSec = float64(math.MaxInt64) / float64(time.Second)
+	switch {
+	case !(sec > 0):
+		return 0
+	case sec >= maxSec:
+		return math.MaxInt64
+	}
+	return time.Duration(sec * float64(time.Second))
 }

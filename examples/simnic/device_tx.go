@@ -151,7 +151,7 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 	q.stuck = false
 	peer := n.peer.Load()
 	done := 0
-	for q.head != tdt && done < 256 && !q.hung && n.linkUp.Load() {
+	for q.head != tdt && done < 256 && !q.hung && n.linkUp.Load() && !n.stopping.Load() {
 		cnt := tdt - q.head
 		if cnt < 0 {
 			cnt = q.size - q.head

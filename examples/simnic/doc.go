@@ -45,8 +45,9 @@
 //     the wire are dropped (RxLinkDown), as Intel MACs do; Linux's e1000e,
 //     igb and ixgbe watchdogs say it: "We've lost link, so the controller
 //     stops DMA, but we've got queued Tx work that's never going to get
-//     done, so reset controller to flush Tx". Each change latches the
-//     link-status-change cause (ICR.LSC); the driver's link interrupt
+//     done, so reset controller to flush Tx" (a sender parked in
+//     [NIC.WaitRoom] waits for the link to come back). Each change latches
+//     the link-status-change cause (ICR.LSC); the driver's link interrupt
 //     calls iflib's AdminIntr (em_msix_link → iflib_admin_intr_deferred),
 //     and the admin task's IFDI_UPDATE_ADMIN_STATUS reads STATUS.LU and
 //     reports it (em_if_update_admin_status). IFDI_TIMER polls the same
@@ -95,6 +96,10 @@
 //     (VP and the tag → M_VLANTAG). A context the device cannot carry out
 //     drops the packet whole (TxBadContext).
 //   - Slow DMA (DMALatency): every device access takes longer.
+//   - A slow wire (LineRate, FrameRate): frames leave at the wire's pace.
+//     No wait of the device outlives a stop: the pacer's and the DMA
+//     latency's end when Stop begins, so Stop and Detach never wait for
+//     the wire, however slow.
 //   - DMA faults on TX buffers ([FaultTxDMA]): the frame is dropped whole
 //     and counted, as a PCIe completion error aborts one frame.
 //

@@ -36,7 +36,15 @@ var (
 // Sent + Refused is always the frames offered). Either way, when
 // the endpoint is a [RoomWaiter] (a NIC) the generator parks until there is
 // room instead of spinning, so it leaves the CPU to the device it feeds;
-// otherwise it yields the processor between attempts.
+// otherwise it yields the processor between attempts. While a NIC's link
+// is down there is no room: the frame is refused once (RxLinkDown) and the
+// generator parks until the link comes back, so a link loss costs one drop
+// per loss, not one per retry, and Stop ends the wait.
+//
+// Every wait ends at Stop: the rate's (a Rate so small that a frame's time
+// overflows a Duration waits for Stop), and the wait for room or link.
+// Next and the endpoint's Receive run on the generator's goroutine: Stop
+// waits for the call in progress.
 type Generator struct {
 	// Next writes the next frame into buf and returns its length; 0 (or a
 	// length beyond buf) stops the generator.
@@ -90,8 +98,9 @@ func (g *Generator) run(dst Endpoint) {
 			}
 		}
 		if g.Rate > 0 {
-			due := start.Add(time.Duration(float64(seq) / g.Rate * float64(time.Second)))
-			if d := time.Until(due); d > 0 {
+			// Saturating: at a rate so slow that the frame's time
+			// overflows a Duration, the generator waits for Stop.
+			if d := durationOf(float64(seq)/g.Rate) - time.Since(start); d > 0 {
 				t := time.NewTimer(d)
 				select {
 				case <-g.stop:

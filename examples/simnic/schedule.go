@@ -2,6 +2,7 @@ package simnic
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -74,13 +75,21 @@ func FaultKinds() []FaultKind {
 // Profile sets how often a schedule injects each kind of fault: the mean
 // gap, in events of the fault's stream, between two faults of that kind
 // (0: never). Gaps are drawn uniformly from [1, 2×mean], so faults neither
-// cluster nor come at a fixed period.
+// cluster nor come at a fixed period. Every value of a uint64 is legal: a
+// mean above MaxMean is taken as MaxMean (2^62 events: at a billion events
+// a second, once in 146 years), so 2×mean never overflows. Keys that are
+// not a FaultKinds value are ignored.
 type Profile struct {
 	Every map[FaultKind]uint64
 	// LinkDownFor is the mean length of a link loss in link-status reads
-	// (default 4).
+	// (default 4; clamped to MaxMean likewise). A loss lasts until that
+	// many reads, or until SetLink.
 	LinkDownFor uint64
 }
+
+// MaxMean is the largest mean gap a Profile takes; larger values are
+// clamped to it.
+const MaxMean = 1 << 62
 
 // DefaultProfile has every kind of fault, rarely enough that traffic keeps
 // flowing between them (iflib resets on a hang, a lost write-back and, with
@@ -224,7 +233,7 @@ func (s *Schedule) gen(k FaultKind, q int) *faultGen {
 	key := genKey{k, q}
 	g := s.gens[key]
 	if g == nil {
-		mean := s.prof.Every[k]
+		mean := min(s.prof.Every[k], MaxMean)
 		// splitmix-style derivation: a distinct, well-mixed stream per key.
 		g = &faultGen{rng: rand.New(rand.NewPCG(s.seed, uint64(k)<<32|uint64(q)+0x9e3779b97f4a7c15)), mean: mean}
 		g.advance(0)
@@ -238,7 +247,12 @@ func (g *faultGen) advance(from uint64) {
 		g.next = ^uint64(0)
 		return
 	}
-	g.next = from + 1 + g.rng.Uint64N(2*g.mean)
+	gap := 1 + g.rng.Uint64N(2*g.mean) // mean ≤ MaxMean: no overflow
+	if from > math.MaxUint64-gap {
+		g.next = math.MaxUint64 // past the end of any stream: never
+		return
+	}
+	g.next = from + gap
 }
 
 // hit reports whether a fault of kind k on queue q fires at position pos
@@ -261,7 +275,7 @@ func (s *Schedule) hit(k FaultKind, q int, pos uint64) bool {
 // fault's own parameters, e.g. how long a link loss lasts, or which queue a
 // spurious interrupt hits).
 func (s *Schedule) draw(k FaultKind, q int, mean uint64) uint64 {
-	return 1 + s.gen(k, q).rng.Uint64N(2*max(mean, 1))
+	return 1 + s.gen(k, q).rng.Uint64N(2*min(max(mean, 1), MaxMean))
 }
 
 func (s *Schedule) record(f Fault) {

@@ -5,6 +5,8 @@ import "sync/atomic"
 // Endpoint is one end of a wire: something frames can be delivered to.
 // Receive copies the frame (the caller reuses its buffer) and reports
 // false when the endpoint dropped it (a full receive FIFO: rx_missed).
+// Receive must not block: a NIC calls it from its device goroutine, and
+// the NIC's stop waits for that goroutine.
 type Endpoint interface {
 	Receive(frame []byte) bool
 }

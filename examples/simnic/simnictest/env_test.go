@@ -87,3 +87,19 @@ func TestEnvCloseFindsLeaks(t *testing.T) {
 		t.Errorf("the goroutine report should name only the test's goroutine:\n%v", err)
 	}
 }
+
+// FrameSpec.Build at its edges: a negative Len is an empty frame, and a
+// frame too short for the MAC addresses gets no VLAN tag (nor 4 bytes of
+// whatever buf held).
+func TestFrameSpecEdges(t *testing.T) {
+	if f := (simnictest.FrameSpec{Len: -5, VLAN: 7}).Build(nil); len(f) != 0 {
+		t.Fatalf("Len -5: %d bytes", len(f))
+	}
+	buf := []byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9}
+	if f := (simnictest.FrameSpec{Len: 5, VLAN: 7}).Build(buf); len(f) != 5 {
+		t.Fatalf("Len 5 with a VLAN: %d bytes, want 5", len(f))
+	}
+	if f := (simnictest.FrameSpec{Len: 60, VLAN: 7}).Build(nil); len(f) != 64 {
+		t.Fatalf("Len 60 with a VLAN: %d bytes, want 64", len(f))
+	}
+}

@@ -32,12 +32,12 @@ const (
 type FrameSpec struct {
 	Flow, Seq uint32
 	Proto     uint8 // ProtoUDP (default) or ProtoTCP
-	// Len is the whole frame's length in bytes. A frame too short for the
-	// headers is a pattern of (Flow, Seq) only; one too short for the
-	// stamp has the headers but no stamp.
+	// Len is the whole frame's length in bytes (a negative one is 0). A
+	// frame too short for the headers is a pattern of (Flow, Seq) only;
+	// one too short for the stamp has the headers but no stamp.
 	Len int
 	// VLAN, if not 0, inserts an 802.1Q tag with this VID (the frame grows
-	// by 4).
+	// by 4), in frames long enough for the MAC addresses (12 bytes).
 	VLAN uint16
 	// TCPSeq is the TCP sequence number (TCP frames).
 	TCPSeq uint32
@@ -70,8 +70,9 @@ func (s FrameSpec) Build(buf []byte) []byte {
 	if s.Proto == 0 {
 		s.Proto = ProtoUDP
 	}
+	s.Len = max(s.Len, 0)
 	n := s.Len
-	if s.VLAN != 0 {
+	if s.VLAN != 0 && s.Len >= 12 {
 		n += 4
 	}
 	if cap(buf) < n {

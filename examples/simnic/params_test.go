@@ -1,0 +1,186 @@
+package simnic_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Issue 20 §2 item 6: the simulated NIC's parameters at their edges. Every
+// mean of a Profile is legal, up to 2^64−1 (clamped to MaxMean), and so
+// is every LinkDownFor: a schedule with all of them at the top of the range
+// runs traffic without a panic, and one whose link losses last "forever"
+// keeps the link down until SetLink brings it back.
+func TestProfileExtremeMeans(t *testing.T) {
+	for _, mean := range []uint64{1 << 62, 1<<62 + 1, 1 << 63, math.MaxUint64} {
+		every := map[simnic.FaultKind]uint64{}
+		for _, k := range simnic.FaultKinds() {
+			every[k] = mean
+		}
+		every[simnic.FaultKind(200)] = 1 // not a kind: ignored
+		sch := simnic.NewSchedule(1, simnic.Profile{Every: every, LinkDownFor: mean})
+		r, rec := newRig(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, Schedule: sch}, TxZone: 64}, true)
+		for i := 0; i < 20; i++ {
+			f := make([]byte, 100)
+			fillFrame(f, 0, uint32(i))
+			if err := r.Ctx.Transmit(r.Packet(f, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "20 frames", func() bool { return rec.Len() == 20 })
+		r.Close()
+	}
+	// A link loss at every status read (mean 1) that lasts a mean of
+	// 2^64−1 reads: the link goes down at the first read and stays down.
+	sch := simnic.NewSchedule(2, simnic.Profile{Every: map[simnic.FaultKind]uint64{simnic.FaultLinkDown: 1}, LinkDownFor: math.MaxUint64})
+	r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, Schedule: sch}, Config: iflib.Config{TimerInterval: time.Millisecond}, TxZone: 64})
+	waitFor(t, "the scheduled link loss", func() bool { return !r.NIC.LinkUp() })
+	fired := sch.Fired()
+	if len(fired) != 1 || fired[0].Kind != simnic.FaultLinkDown || fired[0].Len < 1 {
+		t.Fatalf("fired %v, want one link loss", fired)
+	}
+	time.Sleep(20 * time.Millisecond) // the timer polls the link meanwhile
+	if r.NIC.LinkUp() {
+		t.Fatal("a link loss of 2^63 reads ended")
+	}
+	// SetLink ends the loss (the next read may start another: mean 1).
+	r.NIC.SetLink(true)
+	if !r.NIC.LinkUp() {
+		t.Fatal("SetLink(true) did not end the loss")
+	}
+	r.Close()
+}
+
+// Issue 20 §2 item 6: a legal but slow wire (LineRate 1 bit/s: 700 s per
+// frame; a FrameRate so small that a frame's time overflows a Duration)
+// never makes Stop, Detach or a rig's Close wait for the wire: the pacer's
+// wait ends at the stop. The frames the device had taken are counted.
+func TestSlowWireStopsAtOnce(t *testing.T) {
+	for name, cfg := range map[string]simnic.Config{
+		"LineRate 1":        {LineRate: 1},
+		"FrameRate 1e-300":  {FrameRate: 1e-300},
+		"FrameRate 0.001":   {FrameRate: 0.001},
+		"both, with ITR 1s": {LineRate: 1e-300, FrameRate: 1e-300, ITR: time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg.NTxd, cfg.NRxd = 64, 64
+			r := simnictest.New(t, simnictest.Options{NIC: cfg, Config: iflib.Config{TxMode: iflib.TxModeSimple}, TxZone: 64})
+			for i := 0; i < 5; i++ {
+				f := make([]byte, 100)
+				fillFrame(f, 0, uint32(i))
+				if err := r.Ctx.Transmit(r.Packet(f, 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The device holds the first frame for its wire time (700 s
+			// at 1 bit/s) or longer.
+			time.Sleep(20 * time.Millisecond)
+			if st := r.NIC.Stats(); st.TxFrames != 0 {
+				t.Fatalf("%d frames on a wire that needs minutes for one", st.TxFrames)
+			}
+			bounded(t, "Stop", 10*time.Second, func() { r.Ctx.Stop() })
+			bounded(t, "Close", 10*time.Second, r.Close)
+			if st := r.NIC.Stats(); st.TxFrames > 5 || st.TxProcessed != st.TxPackets {
+				t.Fatalf("device stats %+v", st)
+			}
+		})
+	}
+}
+
+// Issue 20 §2 item 6: a Lossless generator on a NIC whose link is down
+// parks until the link comes back (one RxLinkDown drop per link loss, not
+// one per retry), its Stop returns, and so does the Env's Close with it
+// running. When the link comes back, the frame it held is taken.
+func TestLosslessGeneratorLinkDown(t *testing.T) {
+	env := simnictest.NewEnv(t, simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 16 << 20}})
+	nic, err := env.NewNIC(simnic.Config{NTxd: 64, NRxd: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nic.SetLink(false)
+	next := func(seq uint64, buf []byte) int { fillFrame(buf[:100], 0, uint32(seq)); return 100 }
+	g := &simnic.Generator{Next: next, Lossless: true, Count: 1}
+	if err := env.Start(g, nic); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if st := nic.Stats(); st.RxLinkDown != 1 || g.Sent() != 0 {
+		t.Fatalf("link down: %d drops counted, %d sent; want 1 and 0 (parked)", st.RxLinkDown, g.Sent())
+	}
+	nic.SetLink(true)
+	bounded(t, "Wait after the link came back", 10*time.Second, func() { _ = g.Wait() })
+	if g.Sent() != 1 || g.Refused() != 0 {
+		t.Fatalf("sent %d refused %d, want 1 and 0", g.Sent(), g.Refused())
+	}
+	// Parked on a link that never comes back: Stop and Close return.
+	nic.SetLink(false)
+	g2 := &simnic.Generator{Next: next, Lossless: true}
+	if err := env.Start(g2, nic); err != nil {
+		t.Fatal(err)
+	}
+	g3 := &simnic.Generator{Next: next} // not lossless: parks too, counts its refusals
+	if err := env.Start(g3, nic); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if d := nic.Stats().RxLinkDown; d > 3 {
+		t.Fatalf("%d link-down drops for two parked generators, want at most 3", d)
+	}
+	bounded(t, "Stop of a parked lossless generator", 10*time.Second, func() { _ = g2.Stop() })
+	if g2.Sent() != 0 || g2.Refused() != 1 {
+		t.Fatalf("sent %d refused %d, want 0 and 1 (the frame in hand at Stop)", g2.Sent(), g2.Refused())
+	}
+	bounded(t, "Env.Close with a parked generator", 10*time.Second, func() {
+		if err := env.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if g3.Sent() != 0 || g3.Refused() != 1 {
+		t.Fatalf("sent %d refused %d, want 0 and 1", g3.Sent(), g3.Refused())
+	}
+}
+
+// Issue 20 §2 item 6: a generator whose Rate is so small that the next
+// frame's time overflows a Duration waits for Stop instead of sending at
+// full speed (the overflowed conversion used to make every due time lie
+// in the past).
+func TestGeneratorTinyRate(t *testing.T) {
+	for _, rate := range []float64{1e-300, math.SmallestNonzeroFloat64, 1e-9} {
+		sink := &simnic.Sink{}
+		g := &simnic.Generator{Next: func(seq uint64, buf []byte) int { return 60 }, Rate: rate}
+		if err := g.Start(sink); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		bounded(t, "Stop", 10*time.Second, func() { _ = g.Stop() })
+		if g.Sent() != 1 {
+			t.Fatalf("rate %g: sent %d frames, want 1 (frame 0 is due at once)", rate, g.Sent())
+		}
+	}
+}
+
+// A Config beyond the ranges the device models is a *ConfigError naming the
+// field.
+func TestConfigDurationsRefused(t *testing.T) {
+	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, cfg := range map[string]simnic.Config{
+		"ITR":        {ITR: time.Second + 1},
+		"WBDelay":    {WBDelay: math.MaxInt64},
+		"DMALatency": {DMALatency: math.MaxInt64},
+	} {
+		_, err := simnic.New(space, cfg)
+		var ce *simnic.ConfigError
+		if !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("%s: %v, want a *ConfigError for it", field, err)
+		}
+	}
+}
