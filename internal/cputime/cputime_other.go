@@ -4,8 +4,12 @@ package cputime
 
 import "time"
 
-// Supported reports whether Process measures anything on this platform.
+// Supported reports whether Process and Read measure anything on this
+// platform.
 const Supported = false
 
 // Process returns 0: CPU time is not measured on this platform.
 func Process() time.Duration { return 0 }
+
+// Read returns the zero Usage: nothing is measured on this platform.
+func Read() Usage { return Usage{} }

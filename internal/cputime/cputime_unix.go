@@ -7,15 +7,20 @@ import (
 	"time"
 )
 
-// Supported reports whether Process measures anything on this platform.
+// Supported reports whether Process and Read measure anything on this
+// platform.
 const Supported = true
 
 // Process returns the process's user+system CPU time
-// (getrusage(RUSAGE_SELF)), or 0 if getrusage fails.
-func Process() time.Duration {
+// (getrusage(RUSAGE_SELF)), or 0 if getrusage fails. It is Read().CPU.
+func Process() time.Duration { return Read().CPU }
+
+// Read returns the process's CPU time and involuntary context switches
+// from one getrusage(RUSAGE_SELF), or the zero Usage if it fails.
+func Read() Usage {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return Usage{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), InvolSwitches: uint64(ru.Nivcsw)}
 }
