@@ -98,6 +98,9 @@ type NIC struct {
 	nintr     uint64      // device goroutine: interrupts raised (the schedule's stream)
 	nframes   uint64      // device goroutine: frames taken from the FIFO (the schedule's RX stream)
 	rxScratch []byte      // device goroutine: a frame with its VLAN tag stripped
+	// ntxActive and nrxActive are the queues the driver programmed (set by
+	// program while the device is stopped).
+	ntxActive, nrxActive int
 
 	// Link (the PHY). linkUp is read by the device and the wire without a
 	// lock; linkMu serializes its changes with the driver's status reads
@@ -394,15 +397,28 @@ func (n *NIC) wake() {
 }
 
 // program sets the ring registers (TDBA/TDLEN, TDWBAL in head write-back
-// mode, RDBA/RDLEN) and zeroes the indices; a hung queue is reset.
+// mode, RDBA/RDLEN) and zeroes the indices; a hung queue is reset. A
+// driver may use fewer queues than the NIC has (len(txBase), len(rxBase)):
+// the others are disabled (TDLEN/RDLEN 0), and receive side scaling and
+// spurious interrupts spread over the queues in use only.
 // Preconditions: the device goroutine is stopped.
 func (n *NIC) program(txBase, rxBase []busdma.BusAddr, ntxd, nrxd, rxBuf int) {
+	headWB := n.cfg.TxCompletion == TxCompletionHeadWB
 	for i := range n.txq {
-		n.txq[i].program(txBase[i], ntxd, n.cfg.TxCompletion == TxCompletionHeadWB)
+		if i < len(txBase) {
+			n.txq[i].program(txBase[i], ntxd, headWB)
+		} else {
+			n.txq[i].program(0, 0, false)
+		}
 	}
 	for i := range n.rxq {
-		n.rxq[i].program(rxBase[i], nrxd, rxBuf)
+		if i < len(rxBase) {
+			n.rxq[i].program(rxBase[i], nrxd, rxBuf)
+		} else {
+			n.rxq[i].program(0, 0, 0)
+		}
 	}
+	n.ntxActive, n.nrxActive = min(len(txBase), len(n.txq)), min(len(rxBase), len(n.rxq))
 }
 
 // start runs the device goroutine.

@@ -93,8 +93,8 @@ func (n *NIC) serveRxFrames() bool {
 		}
 		hash, ht := n.rssHash(f)
 		qi := 0
-		if len(n.rxq) > 1 {
-			qi = int(hash % uint32(len(n.rxq)))
+		if n.nrxActive > 1 {
+			qi = int(hash % uint32(n.nrxActive))
 		}
 		q := &n.rxq[qi]
 		if q.size == 0 || q.bufSize == 0 {

@@ -27,8 +27,11 @@ import (
 //     devTxq): the frontier stands in for coherent DMA visibility and is
 //     never used as a count.
 type Driver struct {
-	nic        *NIC
-	ctx        *iflib.Context
+	nic *NIC
+	// ctx is the context: stored by AttachPre (Register may call Init
+	// from a wrapper's IFDI method before it returns), read by the
+	// interrupt handler on the device goroutine.
+	ctx        atomic.Pointer[iflib.Context]
 	ntxd, nrxd int
 	tx         []drvTxq
 	rx         []drvRxq
@@ -136,6 +139,9 @@ var (
 	// iflib frees the packet and counts it in oerrors: it is never sent
 	// with a checksum the device did not compute.
 	ErrOffload = errors.New("simnic: offload not supported")
+	// errNoRings is Init before IFDI_TX/RX_QUEUES_ALLOC gave the driver
+	// its rings (only a wrapper calling Init from AttachPre gets it).
+	errNoRings = errors.New("simnic: Init before the queues were allocated")
 )
 
 // txOffloads are the offloads the driver advertises with Config.Offload
@@ -176,12 +182,28 @@ func Shared(cfg Config) *iflib.SharedCtx {
 // NIC that is already attached, or driven by a RawForwarder, fails with
 // ErrBusy.
 func (n *NIC) Attach(a iflib.Attachment) (*Driver, error) {
+	return n.AttachWith(a, nil)
+}
+
+// AttachWith is Attach with a hook between iflib and the driver: wrap gets
+// simnic's Driver and the SharedCtx Attach built (it may change it) and
+// returns the iflib.Device to register, usually a wrapper that delegates
+// every method to d and adds optional IFDI methods (a test's way to call
+// lifecycle methods from inside IFDI methods, or to slow one down). A nil
+// wrap is Attach; a wrap that returns nil is a *ConfigError.
+func (n *NIC) AttachWith(a iflib.Attachment, wrap func(d *Driver, sh *iflib.SharedCtx) iflib.Device) (*Driver, error) {
 	d := &Driver{nic: n}
 	if err := n.claim(d, "an iflib driver"); err != nil {
 		return nil, err
 	}
 	a.Driver = d
 	a.Shared = Shared(n.cfg)
+	if wrap != nil {
+		if a.Driver = wrap(d, a.Shared); a.Driver == nil {
+			n.release(d)
+			return nil, &ConfigError{Field: "wrap", Value: nil, Reason: "returned no iflib.Device"}
+		}
+	}
 	a.Bus = n.bus
 	a.Config.Unit = n.cfg.Unit
 	if a.Config.OverrideNTxds[0] == 0 {
@@ -195,12 +217,12 @@ func (n *NIC) Attach(a iflib.Attachment) (*Driver, error) {
 		n.release(d)
 		return nil, err
 	}
-	d.ctx = ctx
+	d.ctx.Store(ctx) // AttachPre stored it already, unless a wrapper did not call it
 	return d, nil
 }
 
 // Context returns the iflib context.
-func (d *Driver) Context() *iflib.Context { return d.ctx }
+func (d *Driver) Context() *iflib.Context { return d.ctx.Load() }
 
 // NIC returns the device model.
 func (d *Driver) NIC() *NIC { return d.nic }
@@ -216,6 +238,7 @@ func (d *Driver) headWB() bool { return d.nic.cfg.TxCompletion == TxCompletionHe
 // write-back mode the TX ring has room for the head after its last
 // descriptor (ixl: isc_txqsizes = ntxd × 16 + sizeof(u32), rounded).
 func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
+	d.ctx.Store(ctx) // the interrupt handler's, should a wrapper Init during Register
 	cfg := d.nic.cfg
 	sc.NTxQSetsMax, sc.NRxQSetsMax = cfg.Queues, cfg.Queues
 	d.ntxd, d.nrxd = sc.NTxd[0], sc.NRxd[0]
@@ -273,6 +296,10 @@ func (d *Driver) Init(ctx *iflib.Context) error {
 	if !d.nic.ownedBy(d) {
 		return fmt.Errorf("%w: %s is not bound to this driver", ErrBusy, d.nic.bus.Name())
 	}
+	if len(d.tx) == 0 || len(d.rx) == 0 {
+		return errNoRings
+	}
+	d.ctx.CompareAndSwap(nil, ctx)
 	tx := make([]busdma.BusAddr, len(d.tx))
 	rx := make([]busdma.BusAddr, len(d.rx))
 	for i := range d.tx {
@@ -302,13 +329,14 @@ func (d *Driver) Init(ctx *iflib.Context) error {
 // intr is the driver's interrupt filter: schedule the queue task, or the
 // admin task for a link change (em_msix_link → iflib_admin_intr_deferred).
 func (d *Driver) intr(c intrCause, q int) {
+	ctx := d.ctx.Load()
 	switch c {
 	case causeTx:
-		d.ctx.TxIntr(q)
+		ctx.TxIntr(q)
 	case causeRx:
-		d.ctx.RxIntr(q)
+		ctx.RxIntr(q)
 	case causeLink:
-		d.ctx.AdminIntr()
+		ctx.AdminIntr()
 	}
 }
 

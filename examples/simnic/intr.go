@@ -53,8 +53,9 @@ func (n *NIC) interrupts() time.Duration {
 		}
 		n.isr(c, i)
 		if n.sch.hit(FaultSpuriousIntr, 0, n.nintr) {
-			r := n.sch.draw(FaultSpuriousIntr, 0, uint64(len(n.txq)))
-			q := int(r/2) % len(n.txq)
+			nq := max(n.ntxActive, 1)
+			r := n.sch.draw(FaultSpuriousIntr, 0, uint64(nq))
+			q := int(r/2) % nq
 			sc := causeTx
 			if r&1 != 0 {
 				sc = causeRx

@@ -3,6 +3,7 @@ package simnic_test
 import (
 	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,4 +171,74 @@ func TestOversizeFrameRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wrapDriver is a Device between iflib and simnic's driver (AttachWith):
+// it delegates everything by embedding, and its AttachPre may change the
+// softc context and call driver methods early.
+type wrapDriver struct {
+	*simnic.Driver
+	qsets   int   // if set, the queue sets iflib uses (fewer than the NIC has)
+	initErr error // the driver's Init called from AttachPre, before its rings exist
+}
+
+func (w *wrapDriver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
+	if err := w.Driver.AttachPre(ctx, sc); err != nil {
+		return err
+	}
+	if w.qsets > 0 {
+		sc.NTxQSets, sc.NRxQSets = w.qsets, w.qsets
+	}
+	w.initErr = w.Driver.Init(ctx)
+	return nil
+}
+
+// AttachWith puts a wrapper between iflib and the driver. A driver that
+// uses fewer queues than the NIC has gets every frame on the queues it
+// programmed (receive side scaling spreads over those only); Init before
+// the rings exist is an error, not a panic; a wrap that returns nil is a
+// *ConfigError and leaves the NIC free.
+func TestAttachWith(t *testing.T) {
+	env := simnictest.NewEnv(t, simnictest.EnvOptions{})
+	n, err := env.NewNIC(simnic.Config{NTxd: 256, NRxd: 256, Queues: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *simnic.ConfigError
+	if _, err := env.AttachWith(n, iflib.Attachment{}, func(*simnic.Driver, *iflib.SharedCtx) iflib.Device { return nil }); !errors.As(err, &ce) {
+		t.Fatalf("a nil wrapper: %v, want a *ConfigError", err)
+	}
+	var w *wrapDriver
+	var got atomic.Uint64
+	input := func(_ int, pkts []*iflib.Packet) {
+		for _, m := range pkts {
+			m.Free()
+		}
+		got.Add(uint64(len(pkts)))
+	}
+	d, err := env.AttachWith(n, iflib.Attachment{Config: iflib.Config{RxZoneSize: 600}, Input: input},
+		func(d *simnic.Driver, sh *iflib.SharedCtx) iflib.Device {
+			w = &wrapDriver{Driver: d, qsets: 1}
+			return w
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.initErr == nil {
+		t.Fatal("Init before the rings were allocated succeeded")
+	}
+	if nq := d.Context().NumTxQueues(); nq != 1 {
+		t.Fatalf("%d TX queues, want 1", nq)
+	}
+	if err := d.Context().Init(); err != nil {
+		t.Fatal(err)
+	}
+	const frames = 64
+	for i := 0; i < frames; i++ {
+		f := simnictest.FrameSpec{Flow: uint32(i), Seq: uint32(i), Len: 100}.Build(nil)
+		for !n.Receive(f) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor(t, "every frame on the one queue in use", func() bool { return got.Load() == frames })
 }

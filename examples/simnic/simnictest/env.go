@@ -174,7 +174,13 @@ func (e *Env) NewNIC(cfg simnic.Config) (*simnic.NIC, error) {
 // Attach attaches nic to iflib through simnic's driver (NIC.Attach).
 // Close detaches the context if the test did not.
 func (e *Env) Attach(nic *simnic.NIC, a iflib.Attachment) (*simnic.Driver, error) {
-	d, err := nic.Attach(a)
+	return e.AttachWith(nic, a, nil)
+}
+
+// AttachWith is Attach through simnic.NIC.AttachWith: wrap puts a Device
+// between iflib and simnic's driver. Close detaches the context likewise.
+func (e *Env) AttachWith(nic *simnic.NIC, a iflib.Attachment, wrap func(d *simnic.Driver, sh *iflib.SharedCtx) iflib.Device) (*simnic.Driver, error) {
+	d, err := nic.AttachWith(a, wrap)
 	if err != nil {
 		return nil, err
 	}
