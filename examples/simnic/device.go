@@ -21,7 +21,7 @@ import (
 //	RX at the wire: frames offered = FIFO accepted + RxLinkDown
 //	    + (RxTooLong − RxNoRoom) + (RxMissed − RxFlushed)
 //	RX from the FIFO: accepted = RxFrames + RxErrors + RxDMAFaults + RxNoRoom + RxFlushed
-//	    (+ what still waits in the FIFO)
+//	    + RxWaiting (what still waits in the FIFO)
 //
 // RxMissed and RxTooLong keep the MAC registers' meaning (MPC counts the
 // frames a reset flushed from the FIFO too; ROC the frames too long for
@@ -45,6 +45,7 @@ type Stats struct {
 	RxMissed          uint64 // MPC: refused at the wire with the FIFO full, or flushed from it (RxFlushed)
 	RxTooLong         uint64 // ROC: refused at the wire, longer than MaxFrame, or too long for the ring (RxNoRoom)
 	RxLinkDown        uint64 // refused at the wire, the link down
+	RxWaiting         uint64 // frames waiting in the receive FIFO now (a gauge, not a counter)
 	DMAErrors         uint64 // device accesses busdma refused (faults), every kind
 	TxIntrs, RxIntrs  uint64 // queue interrupts delivered
 	LinkIntrs         uint64 // link-status-change interrupts delivered
@@ -297,6 +298,7 @@ func (n *NIC) Stats() Stats {
 		RxErrors: s.rxErrors.Load(), RxDMAFaults: s.rxDMAFaults.Load(), RxCsumErrors: s.rxCsumErrors.Load(),
 		RxNoRoom: s.rxNoRoom.Load(), RxFlushed: s.rxFlushed.Load(), RxWriteBacks: s.rxWriteBacks.Load(),
 		RxMissed: s.rxMissed.Load(), RxTooLong: s.rxTooLong.Load(), RxLinkDown: s.rxLinkDown.Load(),
+		RxWaiting: n.fifo.len(),
 		DMAErrors: s.dmaErrors.Load(),
 		TxIntrs:   s.txIntrs.Load(), RxIntrs: s.rxIntrs.Load(), LinkIntrs: s.linkIntrs.Load(),
 		LostIntrs: s.lostIntrs.Load(), SpuriousIntrs: s.spuriousIntrs.Load(),

@@ -67,6 +67,12 @@ func (f *fifo) peek() ([]byte, bool) {
 // signals room (signalRoom) once per batch of pops.
 func (f *fifo) pop() { f.head.Add(1) }
 
+// len returns how many frames wait (a snapshot).
+func (f *fifo) len() uint64 {
+	h := f.head.Load()
+	return f.tail.Load() - h
+}
+
 // empty reports whether no frame waits.
 func (f *fifo) empty() bool { return f.head.Load() == f.tail.Load() }
 
