@@ -34,5 +34,7 @@
 // CPU numbers; nothing runs there until the caller pins a thread with
 // PinCurrentThread, and a Go goroutine that is not locked to its thread
 // (runtime.LockOSThread) migrates freely whatever the affinity of the thread
-// it happened to start on. Unpin on the same goroutine that pinned.
+// it happened to start on. Unpin on the same goroutine that pinned; pins
+// nest, and may be released in any order (the innermost one still held
+// decides the affinity).
 package cpumap

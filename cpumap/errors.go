@@ -48,6 +48,9 @@ var (
 	// ErrPinUnsupported: this operating system has no thread affinity call
 	// that this package uses.
 	ErrPinUnsupported = errors.New("cpumap: thread pinning not supported on this OS")
+	// ErrUnpinThread: an unpin called on a goroutine other than the one
+	// that pinned (PinCurrentThread); the pin is still held.
+	ErrUnpinThread = errors.New("cpumap: unpin on another goroutine than the pin's")
 )
 
 // OffsetError reports a rejected core_offset (dev.X.Y.iflib.core_offset).
@@ -82,7 +85,7 @@ func (e *SysfsError) Is(target error) bool { return target == ErrMalformedSysfs 
 // PinError reports a failed PinCurrentThread or unpin.
 type PinError struct {
 	CPU int
-	Op  string // "sched_getaffinity" or "sched_setaffinity"
+	Op  string // "sched_getaffinity", "sched_setaffinity" or "unpin"
 	Err error  // a sentinel of this package, wrapping the errno where there is one
 }
 

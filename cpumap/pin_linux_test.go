@@ -2,6 +2,7 @@ package cpumap
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -82,4 +83,103 @@ func TestPinErrors(t *testing.T) {
 	if !errors.As(err, &pe) || pe.CPU != off {
 		t.Errorf("error %v is not a *PinError for cpu %d", err, off)
 	}
+}
+
+// Issue 20 (still open from the first rounds): nested pins released in any
+// order leave the thread as the pins still held say: the CPU of the
+// innermost one, and the affinity from before the outermost once all are
+// released. Released outer-first, the thread used to stay pinned to the
+// inner pin's CPU. An unpin on another goroutine is refused with
+// ErrUnpinThread and changes nothing.
+func TestNestedPinsAnyOrder(t *testing.T) {
+	allowed, err := CurrentAffinity()
+	if err != nil {
+		t.Skipf("sched_getaffinity: %v", err)
+	}
+	cpus := allowed.List()
+	c := func(i int) int { return cpus[i%len(cpus)] }
+	for name, order := range map[string][]int{
+		"inner-first": {2, 1, 0},
+		"outer-first": {0, 1, 2},
+		"middle":      {1, 0, 2},
+		"middle-last": {0, 2, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// The pins run on a goroutine of their own (it locks its
+			// thread); it reports to the test goroutine.
+			res := make(chan error, 1)
+			go func() { res <- nestedPins(c, order) }()
+			err := <-res
+			if errors.Is(err, ErrPinNotPermitted) {
+				t.Skipf("not permitted: %v", err)
+			}
+			require.NoError(t, err)
+		})
+	}
+	t.Run("other-goroutine", func(t *testing.T) {
+		unpinc := make(chan func() error)
+		release := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			unpin, err := PinCurrentThread(c(0))
+			if err != nil {
+				close(unpinc)
+				done <- nil
+				return
+			}
+			unpinc <- unpin
+			<-release
+			done <- unpin()
+		}()
+		unpin, ok := <-unpinc
+		if !ok {
+			t.Skip("pinning not possible here")
+		}
+		err := unpin()
+		require.ErrorIs(t, err, ErrUnpinThread)
+		var pe *PinError
+		require.ErrorAs(t, err, &pe)
+		close(release)
+		require.NoError(t, <-done, "the unpin on the pinning goroutine")
+	})
+}
+
+// nestedPins pins the calling goroutine three times (to c(0), c(1), c(2)),
+// releases the pins in order and checks the affinity after each release.
+func nestedPins(c func(int) int, order []int) error {
+	before, err := CurrentAffinity()
+	if err != nil {
+		return err
+	}
+	var unpins [3]func() error
+	for i := range unpins {
+		if unpins[i], err = PinCurrentThread(c(i)); err != nil {
+			return err
+		}
+	}
+	held := map[int]bool{0: true, 1: true, 2: true}
+	for _, i := range order {
+		if err := unpins[i](); err != nil {
+			return err
+		}
+		if err := unpins[i](); err != nil {
+			return fmt.Errorf("a second unpin: %w", err)
+		}
+		delete(held, i)
+		got, err := CurrentAffinity()
+		if err != nil {
+			return err
+		}
+		want := before
+		for j := 2; j >= 0; j-- {
+			if held[j] {
+				want = CPUSetOf(c(j))
+				break
+			}
+		}
+		if got != want {
+			return fmt.Errorf("after releasing pin %d of %v: affinity %s, want %s", i, order, got, want)
+		}
+	}
+	return nil
 }
