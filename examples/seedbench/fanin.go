@@ -9,8 +9,11 @@
 // Every measurement reports the process's CPU time per packet
 // (internal/cputime: getrusage, every goroutine of the process, the
 // simulated devices and the generator included) next to its rate, measured
-// over the same window; unlike a rate, it hardly moves when other processes
-// take a share of the CPUs.
+// over the same window, and the involuntary context switches of that window
+// (how often the OS took a CPU from the process: a load indicator). CPU per
+// packet moves less than a rate when other processes take a share of the
+// CPUs, but it does move: beside two busy loops by about 6 % for forwarding
+// and by up to 40 % for the transmit rig (docs/seeds.md, "Load").
 package seedbench
 
 import (
@@ -78,10 +81,13 @@ type TxResult struct {
 	FrameLen int
 	Elapsed  time.Duration
 	CPU      time.Duration // process CPU time (user+system) over the window
-	Frames   uint64        // frames that reached the wire
-	Attempts uint64        // Transmit calls
-	Drops    uint64        // Transmit calls refused (ENOBUFS; the packet was freed)
-	NoPkt    uint64        // times a sender found its zone empty and yielded
+	// InvolSwitches is the process's involuntary context switches over
+	// the window (ru_nivcsw): a load indicator.
+	InvolSwitches uint64
+	Frames        uint64 // frames that reached the wire
+	Attempts      uint64 // Transmit calls
+	Drops         uint64 // Transmit calls refused (ENOBUFS; the packet was freed)
+	NoPkt         uint64 // times a sender found its zone empty and yielded
 }
 
 // PPS is frames per second on the wire.
@@ -108,11 +114,21 @@ func (r TxResult) DropPct() float64 {
 	return 100 * float64(r.Drops) / float64(max(r.Attempts, 1))
 }
 
+// CPUsBusy is CPU time over elapsed time: how many CPUs the process kept
+// busy on average during the window (Mpps × cpu-ns/pkt / 1000).
+func (r TxResult) CPUsBusy() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return r.CPU.Seconds() / r.Elapsed.Seconds()
+}
+
 // Plus adds two windows of the same mode and fan-in: a measurement made
 // of several slices.
 func (r TxResult) Plus(o TxResult) TxResult {
 	r.Elapsed += o.Elapsed
 	r.CPU += o.CPU
+	r.InvolSwitches += o.InvolSwitches
 	r.Frames += o.Frames
 	r.Attempts += o.Attempts
 	r.Drops += o.Drops
@@ -134,6 +150,27 @@ type TxRig struct {
 	Sink *simnic.Sink
 
 	frameLen int
+	// accepted is every Transmit call that did not fail, over the rig's
+	// life: what the wire must carry once the rig is quiet.
+	accepted atomic.Uint64
+}
+
+// Quiet reports whether every packet Transmit accepted has reached the
+// wire: nothing of the last run is left in the software ring or on the
+// descriptor ring.
+func (r *TxRig) Quiet() bool { return r.Sink.Frames() >= r.accepted.Load() }
+
+// WaitQuiet waits up to limit for Quiet, polling every 100 µs, and reports
+// whether the rig became quiet: after a run, so that what it left queued
+// is not sent (and its CPU counted) in the next rig's window.
+func (r *TxRig) WaitQuiet(limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); !r.Quiet(); {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return true
 }
 
 // NewTxRig builds a rig and starts its context.
@@ -246,11 +283,11 @@ func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 	size := r.frameLen
 	var a0, d0, n0, start0 uint64
 	var t0 time.Time
-	var cpu0 time.Duration
+	var u0 cputime.Usage
 	mark := func() {
 		a0, d0, n0 = sum(stats)
 		start0 = r.Sink.Frames()
-		t0, cpu0 = time.Now(), cputime.Process()
+		t0, u0 = time.Now(), cputime.Read()
 	}
 	if warm <= 0 {
 		mark()
@@ -313,10 +350,13 @@ func (r *TxRig) run(n int, warm, d time.Duration, total int64) TxResult {
 	} else {
 		time.Sleep(d)
 	}
-	end, el, cpu := r.Sink.Frames(), time.Since(t0), cputime.Process()-cpu0
+	end, el, u1 := r.Sink.Frames(), time.Since(t0), cputime.Read()
 	a1, d1, n1 := sum(stats)
 	stop.Store(true)
 	wg.Wait()
-	return TxResult{Mode: r.Ctx.Config().TxMode, Senders: n, FrameLen: size, Elapsed: el, CPU: cpu,
-		Frames: end - start0, Attempts: a1 - a0, Drops: d1 - d0, NoPkt: n1 - n0}
+	a2, d2, _ := sum(stats)
+	r.accepted.Add(a2 - d2)
+	return TxResult{Mode: r.Ctx.Config().TxMode, Senders: n, FrameLen: size, Elapsed: el, CPU: u1.CPU - u0.CPU,
+		InvolSwitches: u1.InvolSwitches - u0.InvolSwitches,
+		Frames:        end - start0, Attempts: a1 - a0, Drops: d1 - d0, NoPkt: n1 - n0}
 }

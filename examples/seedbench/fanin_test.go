@@ -106,3 +106,27 @@ func TestTxResultPlus(t *testing.T) {
 		t.Fatalf("rates of the sum differ: %v %v %v", s.PPS(), s.CPUNsPerPkt(), s.DropPct())
 	}
 }
+
+// TestTxRigWaitQuiet: after a run every accepted packet reaches the wire
+// and the rig reports quiet; the next run starts from there.
+func TestTxRigWaitQuiet(t *testing.T) {
+	for _, mode := range TxModes {
+		r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: mode}, ZonePkts: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := r.RunSenders(4, 20*time.Millisecond)
+		if !r.WaitQuiet(5 * time.Second) {
+			t.Fatalf("%v: not quiet: %d frames on the wire, %d accepted", mode, r.Sink.Frames(), r.accepted.Load())
+		}
+		if got, want := r.Sink.Frames(), r.accepted.Load(); got != want {
+			t.Fatalf("%v: %d frames on the wire, %d accepted", mode, got, want)
+		}
+		if res.Frames == 0 || res.CPUsBusy() < 0 {
+			t.Fatalf("%v: %+v", mode, res)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

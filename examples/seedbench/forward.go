@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/cpumap"
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
@@ -35,6 +36,19 @@ type ForwardOpts struct {
 	FrameLen int
 	// Flows is the number of distinct UDP flows (ports); default 1.
 	Flows int
+	// Queues is the queue sets of both NICs (default 1): NIC A spreads
+	// the flows over its RX queues by its RSS hash, and each of A's RX
+	// queues has its own task.
+	Queues int
+	// TxQueue, if set, is B's TX queue for the packets A received on RX
+	// queue rxq (B's TxQueueSelect on PktHdr.RxQueue); otherwise B picks
+	// by the flow hash, as iflib does. Answers outside 0..Queues-1 mean
+	// queue 0.
+	TxQueue func(rxq int) int
+	// CPUs, if set, is the placement registry of both contexts
+	// (Attachment.CPUs): with PinTasks and CoreOffset it decides which
+	// CPUs the queue tasks are pinned to.
+	CPUs *cpumap.Allocator
 	// Config holds the iflib tunables of both contexts: the RX knobs act
 	// on A, the TX ones on B. A zero RxZoneSize on A becomes 8192, enough
 	// for A's ring, B's mp_ring and B's TX ring all full at once.
@@ -83,6 +97,9 @@ func (o *ForwardOpts) defaults() error {
 	if o.Flows == 0 {
 		o.Flows = 1
 	}
+	if o.Queues == 0 {
+		o.Queues = 1
+	}
 	if o.RawBatch == 0 {
 		o.RawBatch = 32
 	}
@@ -100,6 +117,10 @@ func (o *ForwardOpts) defaults() error {
 		return fmt.Errorf("%w: FrameLen %d not in %d..9000", ErrForwardOpts, o.FrameLen, forwardMinFrame)
 	case o.Flows < 1 || o.Flows > 1<<16:
 		return fmt.Errorf("%w: Flows %d not in 1..65536", ErrForwardOpts, o.Flows)
+	case o.Queues < 1 || o.Queues > simnic.MaxQueues:
+		return fmt.Errorf("%w: Queues %d not in 1..%d", ErrForwardOpts, o.Queues, simnic.MaxQueues)
+	case o.Raw && o.Queues > 1:
+		return fmt.Errorf("%w: the raw loop serves one queue (Queues %d with Raw)", ErrForwardOpts, o.Queues)
 	case o.Duration < 0 || o.Warmup < 0 || o.Interval < 0:
 		return fmt.Errorf("%w: negative duration", ErrForwardOpts)
 	case o.MapTime < 0 || o.UnmapTime < 0:
@@ -150,18 +171,22 @@ func (s ForwardSample) String() string {
 
 // ForwardResult is what a measuring window counted.
 type ForwardResult struct {
-	Elapsed   time.Duration
-	CPU       time.Duration // process CPU time (user+system) over the window
-	RxOnly    bool          // the rig freed what it received (Packets is Received)
-	Offered   uint64        // frames the generator put on A's wire
-	Refused   uint64        // of those, refused by A's full receive FIFO (rx_missed)
-	Received  uint64        // packets taken from A's RX ring (iflib's ipackets, or the raw loop's)
-	Forwarded uint64        // frames that reached B's sink
-	TxErrors  uint64        // packets B's transmit refused (dropped and counted)
-	RxDrops   uint64        // A's iqdrops + ierrors (the raw loop: bad frames)
-	MapLoads  uint64        // A's free-list map loads
-	BAReuses  uint64        // A's free-list reposts by ifsd_ba
-	IOMMU     busdma.IOMMUStats
+	Elapsed time.Duration
+	CPU     time.Duration // process CPU time (user+system) over the window
+	// InvolSwitches is the process's involuntary context switches over
+	// the window (ru_nivcsw, from the getrusage call that reads CPU): how
+	// often the OS took a CPU from it, a load indicator.
+	InvolSwitches uint64
+	RxOnly        bool   // the rig freed what it received (Packets is Received)
+	Offered       uint64 // frames the generator put on A's wire
+	Refused       uint64 // of those, refused by A's full receive FIFO (rx_missed)
+	Received      uint64 // packets taken from A's RX ring (iflib's ipackets, or the raw loop's)
+	Forwarded     uint64 // frames that reached B's sink
+	TxErrors      uint64 // packets B's transmit refused (dropped and counted)
+	RxDrops       uint64 // A's iqdrops + ierrors (the raw loop: bad frames)
+	MapLoads      uint64 // A's free-list map loads
+	BAReuses      uint64 // A's free-list reposts by ifsd_ba
+	IOMMU         busdma.IOMMUStats
 }
 
 func rate(n uint64, d time.Duration) float64 {
@@ -200,6 +225,30 @@ func (r ForwardResult) FwdMpps() float64 { return rate(r.Forwarded, r.Elapsed) }
 // refused by B's transmit.
 func (r ForwardResult) Lost() uint64 { return r.Refused + r.TxErrors + r.RxDrops }
 
+// Stalls is how often the generator found A's receive FIFO full. The
+// generator is not a wire: each time, it drops the frame it holds (counted
+// in Refused), parks until the FIFO has room and goes on with the next
+// frame, so Stalls equals Refused and counts parks, not the frames a paced
+// line-rate source would have lost. Each costs a park and a wake-up, which
+// CPU counts.
+func (r ForwardResult) Stalls() uint64 { return r.Refused }
+
+// Drops is packets iflib dropped on the way: A's iqdrops and ierrors, and
+// B's transmit refusals.
+func (r ForwardResult) Drops() uint64 { return r.TxErrors + r.RxDrops }
+
+// PerPacket is n per counted packet.
+func (r ForwardResult) PerPacket(n uint64) float64 { return float64(n) / float64(max(r.Packets(), 1)) }
+
+// CPUsBusy is CPU time over elapsed time: how many CPUs the process kept
+// busy on average during the window (Mpps × cpu-ns/pkt / 1000).
+func (r ForwardResult) CPUsBusy() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return r.CPU.Seconds() / r.Elapsed.Seconds()
+}
+
 // LostMpps is the loss rate.
 func (r ForwardResult) LostMpps() float64 { return rate(r.Lost(), r.Elapsed) }
 
@@ -226,7 +275,7 @@ func (r ForwardResult) add(o ForwardResult, sign int64) ForwardResult {
 	u := func(a, b uint64) uint64 { return a + uint64(sign)*b }
 	d := func(a, b time.Duration) time.Duration { return a + time.Duration(sign)*b }
 	return ForwardResult{
-		Elapsed: d(r.Elapsed, o.Elapsed), CPU: d(r.CPU, o.CPU), RxOnly: r.RxOnly || o.RxOnly,
+		Elapsed: d(r.Elapsed, o.Elapsed), CPU: d(r.CPU, o.CPU), InvolSwitches: u(r.InvolSwitches, o.InvolSwitches), RxOnly: r.RxOnly || o.RxOnly,
 		Offered: u(r.Offered, o.Offered), Refused: u(r.Refused, o.Refused),
 		Received: u(r.Received, o.Received), Forwarded: u(r.Forwarded, o.Forwarded), TxErrors: u(r.TxErrors, o.TxErrors),
 		RxDrops: u(r.RxDrops, o.RxDrops), MapLoads: u(r.MapLoads, o.MapLoads), BAReuses: u(r.BAReuses, o.BAReuses),
@@ -296,7 +345,7 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 	}
 	cfgB.RxZoneSize = 1100 // B receives nothing
 	env, err := simnictest.Open(simnictest.EnvOptions{
-		Sim:   busdma.SimConfig{Size: (cfgA.RxZoneSize+cfgB.RxZoneSize)*iflib.MCLBytes + 16<<20, ContigSize: 2 << 20},
+		Sim:   busdma.SimConfig{Size: o.Queues*(cfgA.RxZoneSize+cfgB.RxZoneSize)*iflib.MCLBytes + o.Queues*(16<<20), ContigSize: 2 << 20},
 		IOMMU: o.IOMMU, MapTime: o.MapTime, UnmapTime: o.UnmapTime,
 		NoChecker: !o.Checker,
 	})
@@ -312,10 +361,10 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			r = nil
 		}
 	}()
-	if r.NICA, err = env.NewNIC(simnic.Config{Unit: 0}); err != nil {
+	if r.NICA, err = env.NewNIC(simnic.Config{Unit: 0, Queues: o.Queues}); err != nil {
 		return r, err
 	}
-	if r.NICB, err = env.NewNIC(simnic.Config{Unit: 1}); err != nil {
+	if r.NICB, err = env.NewNIC(simnic.Config{Unit: 1, Queues: o.Queues}); err != nil {
 		return r, err
 	}
 	r.NICB.SetPeer(r.Sink)
@@ -327,7 +376,11 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			return r, err
 		}
 	} else {
-		drvB, err := env.Attach(r.NICB, iflib.Attachment{Config: cfgB})
+		attB := iflib.Attachment{Config: cfgB, CPUs: o.CPUs}
+		if f := o.TxQueue; f != nil {
+			attB.TxQueueSelect = func(m *iflib.Packet) int { return f(int(m.Hdr.RxQueue)) }
+		}
+		drvB, err := env.Attach(r.NICB, attB)
 		if err != nil {
 			return r, err
 		}
@@ -349,15 +402,39 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			// with no new packet from A to restart it, restarts there
 			// instead of waiting for B's timer.
 			ctxB, limit := r.CtxB, forwardBacklogLimit
-			ready = func(int) bool {
-				if ctxB.TxBacklog(0) < limit {
+			txq := func(int) int { return 0 }
+			if o.Queues > 1 {
+				// With several queues the RX queue's packets may go to any
+				// TX queue: hold back while any of them is full.
+				txq = nil
+			}
+			if f := o.TxQueue; f != nil {
+				txq = func(rxq int) int {
+					if q := f(rxq); q >= 0 && q < o.Queues {
+						return q
+					}
+					return 0
+				}
+			}
+			ready = func(rxq int) bool {
+				if txq == nil {
+					for q := range o.Queues {
+						if ctxB.TxBacklog(q) >= limit {
+							ctxB.TxIntr(q)
+							return false
+						}
+					}
 					return true
 				}
-				ctxB.TxIntr(0)
+				q := txq(rxq)
+				if ctxB.TxBacklog(q) < limit {
+					return true
+				}
+				ctxB.TxIntr(q)
 				return false
 			}
 		}
-		drvA, err := env.Attach(r.NICA, iflib.Attachment{Config: cfgA, Input: input, InputReady: ready})
+		drvA, err := env.Attach(r.NICA, iflib.Attachment{Config: cfgA, Input: input, InputReady: ready, CPUs: o.CPUs})
 		if err != nil {
 			return r, err
 		}
@@ -450,17 +527,22 @@ func freeAll(_ int, pkts []*iflib.Packet) {
 
 // Snapshot returns the counters since the rig started.
 func (r *ForwardRig) Snapshot() ForwardResult {
+	u := cputime.Read()
 	res := ForwardResult{
-		Elapsed: time.Since(r.start), CPU: cputime.Process(), RxOnly: r.opts.RxOnly,
+		Elapsed: time.Since(r.start), CPU: u.CPU, InvolSwitches: u.InvolSwitches, RxOnly: r.opts.RxOnly,
 		Refused: r.Gen.Refused(), Forwarded: r.Sink.Frames(), TxErrors: r.txErrs.Load(),
 	}
 	if r.Raw != nil {
 		st := r.Raw.Stats()
 		res.Received, res.RxDrops = st.Received, st.Errors
 	} else {
-		st, _ := r.CtxA.RxQueueStats(0) // queue 0 exists
-		res.Received, res.RxDrops = st.IPackets, st.IQDrops+st.IErrors
-		res.MapLoads, res.BAReuses = st.MapLoads, st.BAReuses
+		for q := range r.opts.Queues {
+			st, _ := r.CtxA.RxQueueStats(q) // queues 0..Queues-1 exist
+			res.Received += st.IPackets
+			res.RxDrops += st.IQDrops + st.IErrors
+			res.MapLoads += st.MapLoads
+			res.BAReuses += st.BAReuses
+		}
 	}
 	res.Offered = r.Gen.Sent() + res.Refused
 	if r.Env.IOMMU != nil {

@@ -329,3 +329,47 @@ func TestForwardResultPlus(t *testing.T) {
 		t.Fatalf("rates of the sum differ")
 	}
 }
+
+// TestForwardQueuesCrossed forwards over two queue pairs with every packet
+// A received on RX queue i sent on B's TX queue 1-i: each frame arrives
+// once and intact, both of A's RX queues carried traffic, and each of B's
+// TX queues sent exactly what the other RX queue received.
+func TestForwardQueuesCrossed(t *testing.T) {
+	n := 4000
+	if race.Enabled {
+		n = 1500
+	}
+	res, _, r := runCount(t, ForwardOpts{Queues: 2, Flows: 64, TxQueue: func(rxq int) int { return 1 - rxq },
+		Config: iflib.Config{TxMode: iflib.TxModeDRBR}}, n)
+	if res.Forwarded != uint64(n) {
+		t.Fatalf("forwarded %d of %d", res.Forwarded, n)
+	}
+	for q := range 2 {
+		rx, err := r.CtxA.RxQueueStats(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := r.CtxB.TxQueueStats(1 - q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rx.IPackets == 0 || rx.IPackets == uint64(n) {
+			t.Fatalf("A's rxq%d received %d of %d: want both queues used", q, rx.IPackets, n)
+		}
+		if tx.OPackets != rx.IPackets {
+			t.Fatalf("B's txq%d sent %d, A's rxq%d received %d", 1-q, tx.OPackets, q, rx.IPackets)
+		}
+	}
+}
+
+// TestForwardStallsAndDrops: the generator's stalls are its refusals and
+// the drops are iflib's; per packet and CPUs busy follow the counters.
+func TestForwardStallsAndDrops(t *testing.T) {
+	r := ForwardResult{Elapsed: 2 * time.Second, CPU: 3 * time.Second, Refused: 7, TxErrors: 2, RxDrops: 1, Forwarded: 100}
+	if r.Stalls() != 7 || r.Drops() != 3 || r.Lost() != 10 {
+		t.Fatalf("stalls %d, drops %d, lost %d", r.Stalls(), r.Drops(), r.Lost())
+	}
+	if r.PerPacket(r.Stalls()) != 0.07 || r.CPUsBusy() != 1.5 {
+		t.Fatalf("stalls/pkt %v, CPUs busy %v", r.PerPacket(r.Stalls()), r.CPUsBusy())
+	}
+}
