@@ -15,15 +15,22 @@
 // through iflib beside a hand-written loop.
 //
 // For each review it prints what FreeBSD measured and on which machine,
-// what this run measured (median [min..max] of at least 3 interleaved
-// rounds), the comparisons the review's claim rests on and a verdict
-// reached by a fixed rule. Progress goes to stderr. docs/seeds.md explains
-// every column, the verdict rule and the -json schema.
+// what this run measured (median [min..max] of the interleaved rounds),
+// the comparisons the review's claim rests on with the interval of each
+// median advantage and the smallest effect the run can detect, and a
+// verdict reached by a fixed rule: reproduced, direction reproduced,
+// inconclusive, not reproduced, or not measurable (on this many CPUs, or
+// here at all). A verdict still undecided after the first block of rounds
+// gets more blocks, with the rigs rebuilt in a new order, until it is
+// decided or its section reaches a round or time cap. Progress goes to
+// stderr. docs/seeds.md explains every column, the verdict rule and the
+// -json schema.
 //
-//	go run ./examples/seeds                          # about 2 minutes on 2 CPUs
+//	go run ./examples/seeds                          # 2–3 minutes on 2 CPUs
 //	go run ./examples/seeds -json out.json -svg charts
-//	go run ./examples/seeds -quick                   # seconds: a smoke test
+//	go run ./examples/seeds -quick                   # seconds: a smoke test, no verdicts
 //	go run ./examples/seeds -only drbr -rounds 5 -window 500ms
+//	go run ./examples/seeds -compare run1.json run2.json run3.json
 package main
 
 import (
@@ -33,7 +40,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -46,6 +52,17 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if len(o.Compare) > 0 {
+		agree, err := compareRuns(o.Compare, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "seeds:", err)
+			os.Exit(1)
+		}
+		if !agree {
+			os.Exit(3)
+		}
+		return
 	}
 	if _, err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "seeds:", err)
@@ -62,14 +79,16 @@ func run(o Options, stdout, stderr io.Writer) (*Report, error) {
 		Command: strings.TrimSpace("go run ./examples/seeds " + strings.Join(o.Args, " ")),
 		Started: start.UTC().Round(time.Second),
 		Machine: thisMachine(),
-		Settings: Settings{Quick: o.Quick, Rounds: o.Rounds, WindowMs: ms(o.Window), WarmupMs: ms(o.Warmup), SettleMs: ms(o.Settle), Slices: o.Slices,
-			Senders: o.Senders, Procs: o.Procs},
+		Settings: Settings{Quick: o.Quick, Rounds: o.Rounds, MaxRounds: o.MaxRounds, CapS: o.Cap.Seconds(), WindowMs: ms(o.Window), WarmupMs: ms(o.Warmup),
+			SettleMs: ms(o.Settle), Slices: o.Slices, Seed: o.Seed, Senders: o.Senders, Procs: o.Procs},
 	}
-	r := &runner{o: o, full: runtime.GOMAXPROCS(0)}
+	prog := &progress{w: stderr, start: start}
+	r := newRunner(o, prog)
+	rep.Rule = r.rule
 	xdpOK := o.runs(SecAFXDP) && xdpAvailable() == nil
-	r.prog = &progress{w: stderr, total: r.cells(xdpOK), start: start}
+	prog.plan(r.cells(xdpOK))
 	printHeader(stdout, rep)
-	r.prog.note("measuring %d cells in %d rounds; results print on stdout as each section completes", r.prog.total, o.Rounds)
+	r.prog.note("measuring %d cells in blocks of %d rounds (more blocks where a verdict is undecided); results print on stdout as each section completes", r.prog.total, o.Rounds)
 
 	sections := []struct {
 		id  string

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strconv"
@@ -29,28 +30,35 @@ var allSections = []string{SecDRBR, SecD17901, SecD24094, SecD53674, SecD27755, 
 
 // Options are the command's settings.
 type Options struct {
-	Quick   bool
-	Rounds  int
-	Window  time.Duration // measuring window of one cell
-	Warmup  time.Duration // warm-up of each rig once built
-	Settle  time.Duration // run before each slice, not measured
-	Slices  int           // a cell's window is measured in this many slices, alternating with the other variants
-	XDPDur  time.Duration // AF_XDP window per forwarder and mode
-	Senders []int
-	Procs   []int    // GOMAXPROCS values of the fan-in section
-	Only    []string // sections to run
-	AFXDP   bool
-	JSON    string
-	SVG     string
-	Args    []string // the arguments as given
+	Quick     bool
+	Rounds    int           // rounds of a block (the rigs are rebuilt between blocks) and of the first look
+	MaxRounds int           // the most rounds a deciding comparison gets
+	Cap       time.Duration // a section adds blocks only while it has run less than this
+	Seed      uint64        // build and slice orders
+	Compare   []string      // -compare: JSON reports to set side by side instead of measuring
+	Window    time.Duration // measuring window of one cell
+	Warmup    time.Duration // warm-up of each rig once built
+	Settle    time.Duration // run before each slice, not measured
+	Slices    int           // a cell's window is measured in this many slices, alternating with the other variants
+	XDPDur    time.Duration // AF_XDP window per forwarder and mode
+	Senders   []int
+	Procs     []int    // GOMAXPROCS values of the fan-in section
+	Only      []string // sections to run
+	AFXDP     bool
+	JSON      string
+	SVG       string
+	Args      []string // the arguments as given
 }
 
-// Defaults: a full run takes about 2 minutes on 2 CPUs; -quick about
-// 10 seconds (plus building).
+// Defaults: a full run takes 2–3 minutes on 2 CPUs (more where the rule
+// needs extra rounds to decide, up to the caps); -quick about 10 seconds
+// (plus building).
 const (
-	defaultRounds = 7
-	defaultWindow = 150 * time.Millisecond
-	quickWindow   = 20 * time.Millisecond
+	defaultRounds    = 7
+	defaultMaxRounds = 224 // 7 doubled five times: the rule looks 6 times at most
+	defaultCap       = 60 * time.Second
+	defaultWindow    = 150 * time.Millisecond
+	quickWindow      = 20 * time.Millisecond
 )
 
 func (o Options) runs(sec string) bool { return slices.Contains(o.Only, sec) }
@@ -68,13 +76,22 @@ simulated NIC, and prints for each what FreeBSD measured, what this run
 measured (median [min..max] of the rounds) and a verdict. docs/seeds.md
 explains every column, the JSON schema and the verdict rule.
 
+    go run ./examples/seeds -compare run1.json run2.json run3.json
+
+sets the verdicts of earlier runs side by side and says whether they agree.
+
 flags:
 `)
 		fs.PrintDefaults()
 	}
 	o := Options{Args: slices.Clone(args)}
 	fs.BoolVar(&o.Quick, "quick", false, "a short run (every section, tiny windows): a smoke test, not a measurement")
-	fs.IntVar(&o.Rounds, "rounds", defaultRounds, "rounds of every measurement (at least 3; 3 with -quick), interleaved")
+	fs.IntVar(&o.Rounds, "rounds", defaultRounds, "rounds of a block (at least 3; 3 with -quick): every measurement runs one block, interleaved, "+
+		"and the rigs are rebuilt in a new order for each further block")
+	fs.IntVar(&o.MaxRounds, "max-rounds", defaultMaxRounds, "the most rounds a comparison that decides a verdict gets: blocks are added while the verdict is inconclusive")
+	fs.DurationVar(&o.Cap, "cap", defaultCap, "a section adds blocks only while it has run for less than this")
+	seed := fs.String("seed", "", "seed of the build and slice orders, a number (default: a random one, printed and written to -json)")
+	compare := fs.Bool("compare", false, "read the -json files named as arguments and set their verdicts side by side, instead of measuring")
 	fs.DurationVar(&o.Window, "window", defaultWindow, "measuring window of one cell (default 20ms with -quick)")
 	senders := fs.String("senders", "1,2,4,8,16,32,64", "sender counts of the simple_tx/drbr fan-in section")
 	procs := fs.String("procs", "", "GOMAXPROCS values of the fan-in section (default 1 and this machine's GOMAXPROCS)")
@@ -82,14 +99,27 @@ flags:
 	fs.BoolVar(&o.AFXDP, "afxdp", true, "run the AF_XDP section when this process can (Linux, root)")
 	fs.StringVar(&o.JSON, "json", "", "write every result to this file (schema "+Schema+", see docs/seeds.md)")
 	fs.StringVar(&o.SVG, "svg", "", "write charts (SVG) into this directory")
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if err = fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
 		return o, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
+	if *compare {
+		if fs.NArg() < 1 {
+			return o, fmt.Errorf("%w: -compare needs the JSON files of one or more runs", ErrUsage)
+		}
+		o.Compare = fs.Args()
+		return o, nil
+	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if *seed == "" {
+		o.Seed = rand.Uint64()
+	} else if o.Seed, err = strconv.ParseUint(*seed, 0, 64); err != nil {
+		return o, fmt.Errorf("%w: -seed %q: want a number", ErrUsage, *seed)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -99,9 +129,16 @@ flags:
 	if o.Quick && !set["rounds"] {
 		o.Rounds = 3
 	}
+	if o.Quick && !set["max-rounds"] {
+		o.MaxRounds = o.Rounds
+	}
 	switch {
 	case o.Rounds < 3 || o.Rounds > 100:
 		return o, fmt.Errorf("%w: -rounds %d: want 3..100 (a median and a spread need at least 3)", ErrUsage, o.Rounds)
+	case o.MaxRounds < o.Rounds || o.MaxRounds > 10000:
+		return o, fmt.Errorf("%w: -max-rounds %d: want -rounds (%d)..10000", ErrUsage, o.MaxRounds, o.Rounds)
+	case o.Cap < 0 || o.Cap > time.Hour:
+		return o, fmt.Errorf("%w: -cap %v: want 0..1h", ErrUsage, o.Cap)
 	case o.Window < time.Millisecond || o.Window > time.Minute:
 		return o, fmt.Errorf("%w: -window %v: want 1ms..1m", ErrUsage, o.Window)
 	}
@@ -112,7 +149,6 @@ flags:
 	}
 	o.Settle = min(max(o.Window/time.Duration(o.Slices)/10, 2*time.Millisecond), 20*time.Millisecond)
 	o.XDPDur = min(max(o.Window*4, 100*time.Millisecond), 10*time.Second)
-	var err error
 	if o.Senders, err = parseInts("senders", *senders, 1, 1024); err != nil {
 		return o, err
 	}
