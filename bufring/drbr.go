@@ -1,6 +1,7 @@
 package bufring
 
 import (
+	"errors"
 	"runtime"
 	"sync/atomic"
 
@@ -220,15 +221,17 @@ type DRBR[T any] struct {
 // NewDRBRWith returns a DRBR configured by cfg, with defaults resolved.
 // A bad field returns an *ArgError matching ErrInvalid that names it.
 func NewDRBRWith[T any](cfg DRBRConfig[T]) (*DRBR[T], error) {
+	if cfg.Xmit == nil {
+		return nil, &ArgError{Func: "NewDRBRWith", Arg: "Xmit", Value: 0, Want: "a non-nil func"}
+	}
 	if cfg.Size == 0 {
 		cfg.Size = DefaultDRBRSize
 	}
 	r, err := NewMPSC[T](cfg.Size)
 	if err != nil {
-		return nil, &ArgError{Func: "NewDRBRWith", Arg: "Size", Value: cfg.Size, Want: "0 or a power of two in [2, 2^31]"}
-	}
-	if cfg.Xmit == nil {
-		return nil, &ArgError{Func: "NewDRBRWith", Arg: "Xmit", Value: 0, Want: "a non-nil func"}
+		var ae *ArgError
+		_ = errors.As(err, &ae)
+		return nil, &ArgError{Func: "NewDRBRWith", Arg: "Size", Value: cfg.Size, Want: "0 or " + ae.Want}
 	}
 	if cfg.MaxProducers == 0 {
 		cfg.MaxProducers = DefaultMaxProducers

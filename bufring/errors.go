@@ -65,11 +65,20 @@ func (e *ArgError) Error() string {
 // Is reports whether target is ErrInvalid.
 func (e *ArgError) Is(target error) bool { return target == ErrInvalid }
 
+// maxRingBytes bounds the memory of one ring's slots: 1 TiB, beyond any
+// machine and below what the Go runtime can allocate at all (a larger make
+// panics instead of failing).
+const maxRingBytes = 1 << 40
+
 // checkSize is the size check of New and NewMPSC (fn): a power of two in
-// [2, 2^31].
-func checkSize(fn string, size int) error {
+// [2, 2^31] whose slots, of slotBytes each, take at most maxRingBytes.
+func checkSize(fn string, size int, slotBytes uintptr) error {
 	if size < 2 || uint64(size) > 1<<31 || size&(size-1) != 0 {
 		return &ArgError{Func: fn, Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
+	}
+	if uint64(slotBytes) > maxRingBytes/uint64(size) {
+		return &ArgError{Func: fn, Arg: "size", Value: size,
+			Want: "a size whose slots (" + strconv.FormatUint(uint64(slotBytes), 10) + " bytes each) take at most 1 TiB"}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package bufring
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
@@ -112,7 +113,7 @@ type MPSC[T any] struct {
 // power of two in [2, 2^31]. Other sizes return an *ArgError matching
 // ErrInvalid.
 func NewMPSC[T any](size int) (*MPSC[T], error) {
-	if err := checkSize("NewMPSC", size); err != nil {
+	if err := checkSize("NewMPSC", size, unsafe.Sizeof(*new(T))+8); err != nil {
 		return nil, err
 	}
 	return &MPSC[T]{

@@ -2,6 +2,7 @@ package bufring
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
@@ -121,7 +122,7 @@ type Ring[T any] struct {
 // power of two ≥ 2 and at most 2^31, and the ring holds at most size−1
 // items. Other sizes return an *ArgError matching ErrInvalid.
 func New[T any](size int) (*Ring[T], error) {
-	if err := checkSize("New", size); err != nil {
+	if err := checkSize("New", size, unsafe.Sizeof(*new(T))); err != nil {
 		return nil, err
 	}
 	return &Ring[T]{slots: make([]T, size), mask: uint32(size - 1)}, nil

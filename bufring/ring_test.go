@@ -223,3 +223,29 @@ func equal(a, b []int) bool {
 	}
 	return true
 }
+
+// Issue 20 §2 item 4 (every field, every package): a size in range whose
+// slots would take more than 1 TiB (size × element size, the product) is an
+// *ArgError, not a panic in make: New, NewMPSC and NewDRBRWith alike. A
+// DRBR without Xmit is refused before its ring is allocated.
+func TestSizeTimesElementBounded(t *testing.T) {
+	type big [1 << 10]byte // 2^31 slots of 1 KiB: 2 TiB
+	_, err := New[big](1 << 31)
+	var ae *ArgError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "size", ae.Arg)
+	assert.Equal(t, 1<<31, ae.Value)
+	_, err = NewMPSC[big](1 << 31)
+	require.ErrorIs(t, err, ErrInvalid)
+	_, err = NewDRBRWith(DRBRConfig[big]{Size: 1 << 31, Xmit: func(*big) error { return nil }})
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "Size", ae.Arg)
+	_, err = NewDRBRWith(DRBRConfig[big]{Size: 1 << 31})
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "Xmit", ae.Arg, "Xmit is checked before the ring is allocated")
+	// The bound is the product: 2^31 slots of a byte are fine (not
+	// allocated here: 2^20 stands in).
+	r, err := New[byte](1 << 20)
+	require.NoError(t, err)
+	assert.Equal(t, 1<<20-1, r.Cap())
+}
