@@ -1,6 +1,7 @@
 package busdma_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,8 +132,17 @@ func TestOneSegmentRefusals(t *testing.T) {
 		assert.ErrorAs(t, err, &se)
 	}
 	tag := mustTag(t, dev("identity").Tag(), full)
-	assert.ErrorIs(t, tag.OneSegment(0, 0), busdma.ErrInvalid)
-	assert.ErrorIs(t, tag.OneSegment(100, 3), busdma.ErrInvalid)
+	// Arguments AllocChunks refuses: an *AllocError naming them.
+	for _, a := range []struct{ size, align int }{{0, 0}, {100, 3}, {-1, 64}, {math.MinInt, 0}, {64, -64}} {
+		err := tag.OneSegment(a.size, a.align)
+		assert.ErrorIs(t, err, busdma.ErrInvalid)
+		var ae *busdma.AllocError
+		if assert.ErrorAs(t, err, &ae) {
+			assert.Equal(t, "OneSegment", ae.Op)
+			assert.Equal(t, a.size, ae.Size)
+			assert.Equal(t, a.align, ae.Align)
+		}
+	}
 }
 
 // An attach/detach cycle that allocates ring memory, RX clusters and other

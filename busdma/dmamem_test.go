@@ -56,6 +56,40 @@ func TestAllocMemExhausted(t *testing.T) {
 	_ = dm.Free()
 }
 
+// Issue 20 §2 item 4: a tag that can never hold MaxSize in one segment
+// (maxsegsz or boundary below it) is refused by AllocMem with a *TagError
+// naming the field, on every space, instead of EFBIG or ENOMEM from the
+// attempt.
+func TestAllocMemImpossibleTag(t *testing.T) {
+	for _, c := range []struct {
+		cfg   busdma.TagConfig
+		field string
+	}{
+		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 1}, "maxsegsz"},
+		{busdma.TagConfig{MaxSize: 8192, NSegments: 4, MaxSegSize: 4096}, "maxsegsz"},
+		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Boundary: 1}, "maxsegsz"}, // the boundary clamps maxsegsz
+		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Boundary: 2048}, "maxsegsz"},
+	} {
+		for name, d := range allDevs(t) {
+			_, err := mustTag(t, d.Tag(), c.cfg).AllocMem()
+			var te *busdma.TagError
+			if assert.ErrorAs(t, err, &te, "%s %+v", name, c.cfg) {
+				assert.Equal(t, c.field, te.Field, "%s %+v", name, c.cfg)
+				assert.ErrorIs(t, err, busdma.ErrInvalid)
+			}
+		}
+	}
+	// A parent's boundary below the child's maxsize.
+	for name, d := range allDevs(t) {
+		parent := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 20, NSegments: 256, MaxSegSize: 1 << 20, Boundary: 4096})
+		_, err := mustTag(t, parent, busdma.TagConfig{MaxSize: 8192, NSegments: 1, MaxSegSize: 8192}).AllocMem()
+		var te *busdma.TagError
+		if assert.ErrorAs(t, err, &te, name) {
+			assert.Equal(t, "boundary", te.Field, name)
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	s, d := simDev(t, busdma.SimConfig{})
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 2048, NSegments: 2, MaxSegSize: 2048})
@@ -134,4 +168,23 @@ func TestTagErrorsAndInheritance(t *testing.T) {
 	assert.Equal(t, busdma.MaxAddr, busdma.LowAddrForWidth(64))
 	assert.Equal(t, busdma.MaxAddr32, busdma.LowAddrForWidth(32))
 	assert.Equal(t, busdma.BusAddr(1<<39-1), busdma.LowAddrForWidth(39))
+}
+
+// allDevs is one device on each kind of space: simulated, behind the IOMMU
+// model, and identity.
+func allDevs(t *testing.T) map[string]*busdma.Device {
+	t.Helper()
+	_, sim := simDev(t, busdma.SimConfig{Size: 1 << 20, ContigSize: 1 << 20})
+	io, err := busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: busdma.SimConfig{Size: 1 << 20, ContigSize: 1 << 20}})
+	require.NoError(t, err)
+	id, err := busdma.NewIdentitySpace(make([]byte, 1<<20))
+	require.NoError(t, err)
+	out := map[string]*busdma.Device{"sim": sim}
+	for name, s := range map[string]busdma.Space{"iommu": io, "identity": id} {
+		d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: name})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = d.Close() })
+		out[name] = d
+	}
+	return out
 }

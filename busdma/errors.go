@@ -72,12 +72,14 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }
 
 // AllocError reports a refused Space.Alloc, Space.AllocChunks or
-// Space.Free. Err is the cause and matches with errors.Is: [ErrInvalid] (a
-// size, count or alignment that is not positive or not a power of two),
+// Space.Free, or arguments of Tag.OneSegment that AllocChunks would refuse
+// (Op "OneSegment"). Err is the cause and matches with errors.Is:
+// [ErrInvalid] (a size, count or alignment that is not positive or not a
+// power of two),
 // [ErrNoMem] (no such memory is free in the space; the space stays usable),
 // [ErrNotInSpace] or [ErrNotAllocated] (Free).
 type AllocError struct {
-	Op    string // "Alloc", "AllocChunks" or "Free"
+	Op    string // "Alloc", "AllocChunks", "Free" or "OneSegment"
 	Space string // the space's name
 	Size  int    // bytes asked for (per chunk for AllocChunks; len for Free)
 	Count int    // chunks asked for (AllocChunks)

@@ -23,8 +23,8 @@ func (e *SegmentError) Is(target error) bool { return target == ErrTooBig }
 
 // OneSegment reports whether every chunk that the tag's space hands out with
 // AllocChunks(size, n, align) loads through t as exactly one segment: nil if
-// so, else a *SegmentError (ErrTooBig) saying why not, or ErrInvalid for a
-// size or align that AllocChunks itself refuses. iflib can ask it at attach
+// so, else a *SegmentError (ErrTooBig) saying why not, or an *AllocError
+// (ErrInvalid) naming a size or align that AllocChunks itself refuses. iflib can ask it at attach
 // time for its RX free-list tags (one segment per cluster when
 // isc_rx_nsegments is 1) and refuse an impossible configuration instead of
 // failing every refill with EFBIG.
@@ -38,7 +38,7 @@ func (e *SegmentError) Is(target error) bool { return target == ErrTooBig }
 func (t *Tag) OneSegment(size, align int) error {
 	a, ok := validAlign(align)
 	if size <= 0 || !ok {
-		return ErrInvalid
+		return &AllocError{Op: "OneSegment", Space: t.dev.space.Name(), Size: size, Align: align, Err: ErrInvalid}
 	}
 	fail := func(format string, args ...any) error {
 		return &SegmentError{Tag: t.name, Space: t.dev.space.Name(), Size: size, Align: align, Reason: fmt.Sprintf(format, args...)}
