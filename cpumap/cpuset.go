@@ -1,6 +1,7 @@
 package cpumap
 
 import (
+	"fmt"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -33,21 +34,23 @@ func CPUSetOf(cpus ...int) CPUSet {
 	return s
 }
 
-// Set adds cpu (CPU_SET).
+// Set adds cpu (CPU_SET); a number outside [0, MaxCPUs) is ignored, as in
+// CPUSetOf.
 func (s *CPUSet) Set(cpu int) {
 	if cpu >= 0 && cpu < MaxCPUs {
 		s.w[cpu>>6] |= 1 << (cpu & 63)
 	}
 }
 
-// Clear removes cpu (CPU_CLR).
+// Clear removes cpu (CPU_CLR); a number outside [0, MaxCPUs) is ignored.
 func (s *CPUSet) Clear(cpu int) {
 	if cpu >= 0 && cpu < MaxCPUs {
 		s.w[cpu>>6] &^= 1 << (cpu & 63)
 	}
 }
 
-// Has reports whether cpu is a member (CPU_ISSET).
+// Has reports whether cpu is a member (CPU_ISSET); false outside [0,
+// MaxCPUs).
 func (s CPUSet) Has(cpu int) bool {
 	return cpu >= 0 && cpu < MaxCPUs && s.w[cpu>>6]&(1<<(cpu&63)) != 0
 }
@@ -162,26 +165,27 @@ func (s CPUSet) String() string {
 // (Documentation/ABI/stable/sysfs-devices-system-cpu): comma-separated
 // numbers and inclusive ranges "a-b", optionally ending in a newline. Blank
 // text is the empty set. Errors match ErrBadCPUList, or ErrCPURange for a
-// number not below MaxCPUs.
+// number not below MaxCPUs, and quote the offending part of the text.
 func ParseCPUList(text string) (CPUSet, error) {
 	var s CPUSet
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return s, nil
 	}
+	bad := func(err error, part string) error { return fmt.Errorf("%w: %q in %q", err, part, text) }
 	for part := range strings.SplitSeq(text, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := parseCPUNumber(lo)
 		if err != nil {
-			return CPUSet{}, err
+			return CPUSet{}, bad(err, part)
 		}
 		b := a
 		if isRange {
 			if b, err = parseCPUNumber(hi); err != nil {
-				return CPUSet{}, err
+				return CPUSet{}, bad(err, part)
 			}
 			if b < a {
-				return CPUSet{}, ErrBadCPUList
+				return CPUSet{}, bad(ErrBadCPUList, part)
 			}
 		}
 		for c := a; c <= b; c++ {

@@ -65,6 +65,13 @@ func TestCPUListRoundTrip(t *testing.T) {
 		_, err := ParseCPUList(big)
 		assert.ErrorIs(t, err, ErrCPURange, "ParseCPUList(%q)", big)
 	}
+	// The error names the offending part (issue 20: errors name the value).
+	_, err := ParseCPUList("0-3,7-5,9")
+	require.ErrorIs(t, err, ErrBadCPUList)
+	assert.Contains(t, err.Error(), `"7-5"`)
+	_, err = ParseCPUList("1,4096")
+	require.ErrorIs(t, err, ErrCPURange)
+	assert.Contains(t, err.Error(), `"4096"`)
 	s, err := ParseCPUList("007,0-0001")
 	require.NoError(t, err)
 	assert.Equal(t, CPUSetOf(0, 1, 7), s)
