@@ -2,6 +2,7 @@ package simnic
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -15,7 +16,8 @@ var (
 	ErrGenStarted = errors.New("simnic: generator already started")
 	// ErrGenNotStarted: Stop or Wait on a generator that was never started.
 	ErrGenNotStarted = errors.New("simnic: generator not started")
-	// ErrGenConfig: Start with a nil endpoint, a nil Next or a bad Rate.
+	// ErrGenConfig: Start with a nil endpoint, a nil Next or a bad Rate
+	// (the error says which, and the value).
 	ErrGenConfig = errors.New("simnic: invalid generator")
 )
 
@@ -65,8 +67,13 @@ type Generator struct {
 
 // Start runs the generator into dst.
 func (g *Generator) Start(dst Endpoint) error {
-	if dst == nil || g.Next == nil || g.Rate < 0 || math.IsNaN(g.Rate) || math.IsInf(g.Rate, 0) {
-		return ErrGenConfig
+	switch {
+	case dst == nil:
+		return fmt.Errorf("%w: nil endpoint", ErrGenConfig)
+	case g.Next == nil:
+		return fmt.Errorf("%w: nil Next", ErrGenConfig)
+	case g.Rate < 0 || math.IsNaN(g.Rate) || math.IsInf(g.Rate, 0):
+		return fmt.Errorf("%w: Rate %v: want a finite rate ≥ 0", ErrGenConfig, g.Rate)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

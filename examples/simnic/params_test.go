@@ -3,6 +3,7 @@ package simnic_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +183,13 @@ func TestConfigDurationsRefused(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != field {
 			t.Errorf("%s: %v, want a *ConfigError for it", field, err)
 		}
+	}
+}
+
+// A generator's bad Rate is ErrGenConfig naming the field and the value.
+func TestGeneratorConfigErrorNamesField(t *testing.T) {
+	err := (&simnic.Generator{Next: func(uint64, []byte) int { return 60 }, Rate: math.Inf(1)}).Start(&simnic.Sink{})
+	if !errors.Is(err, simnic.ErrGenConfig) || !strings.Contains(err.Error(), "Rate +Inf") {
+		t.Fatalf("Start with Rate +Inf: %v", err)
 	}
 }
