@@ -61,24 +61,78 @@ type config struct {
 	work      int
 }
 
+// Limits of the flags. -workers is at most cpumap.MaxQueues (a placement
+// of that many queues); -producers bounds the per-worker ledgers (workers ×
+// producers counters); -inbox and -work keep a run's memory and one job's
+// cost in reason, and so do the products below. -items has no upper bound: a run takes as long as it
+// takes.
+const (
+	maxProducers = 1 << 16
+	maxInbox     = 1 << 20
+	maxWork      = 1 << 20
+	// maxProduct bounds workers × producers (ledger counters) and
+	// workers × inbox (slots): 2^24 of either is hundreds of MiB.
+	maxProduct = 1 << 24
+)
+
+// errFlag is matched (errors.Is) by every *flagError.
+var errFlag = errors.New("workerpool: bad flag")
+
+// flagError is a flag value out of its range, or one the flag package
+// could not parse (then flag is empty and reason is its message).
+type flagError struct {
+	flag   string
+	value  any
+	reason string
+}
+
+func (e *flagError) Error() string {
+	if e.flag == "" {
+		return "workerpool: " + e.reason
+	}
+	return fmt.Sprintf("workerpool: -%s %v: %s", e.flag, e.value, e.reason)
+}
+
+// Is makes errors.Is(err, errFlag) true.
+func (e *flagError) Is(target error) bool { return target == errFlag }
+
 func parse(args []string, out io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("workerpool", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.mode, "mode", "mpsc", "fan-in: mpsc, chan, drbr, mpring, or all")
-	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "workers (shards)")
-	fs.IntVar(&c.producers, "producers", 16, "producer goroutines")
-	fs.IntVar(&c.items, "items", 1<<20, "jobs in total")
-	fs.IntVar(&c.inbox, "inbox", 1024, "slots per inbox (a power of two)")
-	fs.IntVar(&c.work, "work", 1, "cost of one job, in rounds of a 64-step hash")
+	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), fmt.Sprintf("workers (shards), 1..%d", cpumap.MaxQueues))
+	fs.IntVar(&c.producers, "producers", 16, fmt.Sprintf("producer goroutines, 1..%d", maxProducers))
+	fs.IntVar(&c.items, "items", 1<<20, "jobs in total, ≥ 1")
+	fs.IntVar(&c.inbox, "inbox", 1024, fmt.Sprintf("slots per inbox, a power of two in 2..%d", maxInbox))
+	fs.IntVar(&c.work, "work", 1, fmt.Sprintf("cost of one job, in rounds of a 64-step hash, 0..%d", maxWork))
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, &flagError{reason: err.Error()}
 	}
-	if c.workers < 1 || c.producers < 1 || c.items < 1 || c.work < 0 {
-		return c, errors.New("-workers, -producers and -items must be ≥ 1, -work ≥ 0")
+	if fs.NArg() != 0 {
+		return c, &flagError{reason: fmt.Sprintf("unexpected arguments %q", fs.Args())}
 	}
-	if c.mode != "all" && !slices.ContainsFunc(modes, func(m mode) bool { return m.name == c.mode }) {
-		return c, fmt.Errorf("unknown -mode %q", c.mode)
+	bad := func(name string, v any, reason string) error { return &flagError{flag: name, value: v, reason: reason} }
+	switch {
+	case c.workers < 1 || c.workers > cpumap.MaxQueues:
+		return c, bad("workers", c.workers, fmt.Sprintf("want 1..%d", cpumap.MaxQueues))
+	case c.producers < 1 || c.producers > maxProducers:
+		return c, bad("producers", c.producers, fmt.Sprintf("want 1..%d", maxProducers))
+	case c.items < 1:
+		return c, bad("items", c.items, "want ≥ 1")
+	case c.inbox < 2 || c.inbox > maxInbox || c.inbox&(c.inbox-1) != 0:
+		return c, bad("inbox", c.inbox, fmt.Sprintf("want a power of two in 2..%d", maxInbox))
+	case c.work < 0 || c.work > maxWork:
+		return c, bad("work", c.work, fmt.Sprintf("want 0..%d", maxWork))
+	case c.workers*c.producers > maxProduct:
+		return c, bad("producers", c.producers, fmt.Sprintf("with -workers %d: workers × producers above %d (the ledgers)", c.workers, maxProduct))
+	case c.workers*c.inbox > maxProduct:
+		return c, bad("inbox", c.inbox, fmt.Sprintf("with -workers %d: workers × inbox slots above %d", c.workers, maxProduct))
+	case c.mode != "all" && !slices.ContainsFunc(modes, func(m mode) bool { return m.name == c.mode }):
+		return c, bad("mode", fmt.Sprintf("%q", c.mode), "want mpsc, chan, drbr, mpring or all")
 	}
 	return c, nil
 }
@@ -88,6 +142,11 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return runConfig(c, out)
+}
+
+// runConfig runs the modes c asks for and prints their reports.
+func runConfig(c config, out io.Writer) error {
 	alloc, err := cpumap.DefaultAllocator()
 	if err != nil {
 		return err

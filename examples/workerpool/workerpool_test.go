@@ -39,13 +39,31 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// Every flag out of its range, and every product of two that is, is a
+// *flagError naming the flag and its value, before anything runs (issue 20
+// §2 item 4); so is what the flag package cannot parse.
 func TestRunBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"-workers", "0"}, {"-items", "-1"}, {"-mode", "nope"}, {"-inbox", "3", "-items", "10"}, {"-unknown"},
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"-workers", "0"}, "workers"}, {[]string{"-workers", "65536"}, "workers"}, {[]string{"-items", "-1"}, "items"},
+		{[]string{"-mode", "nope"}, "mode"}, {[]string{"-inbox", "3", "-items", "10"}, "inbox"}, {[]string{"-inbox", "-1"}, "inbox"},
+		{[]string{"-inbox", "2097152"}, "inbox"}, {[]string{"-producers", "0"}, "producers"}, {[]string{"-producers", "65537"}, "producers"},
+		{[]string{"-work", "-1"}, "work"}, {[]string{"-work", "1048577"}, "work"},
+		{[]string{"-workers", "1024", "-producers", "65536"}, "producers"}, {[]string{"-workers", "65535", "-inbox", "1024"}, "inbox"},
+		{[]string{"-unknown"}, ""}, {[]string{"-workers", "x"}, ""}, {[]string{"-workers", "99999999999999999999"}, ""},
+		{[]string{"extra"}, ""},
 	} {
 		var out bytes.Buffer
-		err := run(args, &out)
-		assert.Error(t, err, "%v", args)
-		assert.False(t, strings.Contains(out.String(), "processed"), "%v ran anyway", args)
+		err := run(c.args, &out)
+		require.ErrorIs(t, err, errFlag, "%v", c.args)
+		var fe *flagError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, c.flag, fe.flag, "%v: %v", c.args, err)
+		if c.flag != "" {
+			assert.Contains(t, err.Error(), "-"+c.flag, "%v", c.args)
+		}
+		assert.False(t, strings.Contains(out.String(), "processed"), "%v ran anyway", c.args)
 	}
 }
