@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ import (
 // 2^63, values whose products overflow) and a fault Profile likewise; raw
 // forwarders between them (New, Start, Stop, Close at any time);
 // generators (lossless or not, any rate and count, frames of every
-// length); wires (SetPeer, the way Connect joins two NICs); link flaps;
+// length); wires (SetPeer through counting endpoints, and Connect); link flaps;
 // one-shot device faults; an iflib driver attached, initialised, stopped,
 // transmitting and detached at any time; stats reads; and Env.Close at the
 // end (or earlier). After every step it checks:
@@ -43,8 +44,8 @@ import (
 // was taken or counted as refused at the wire, every frame taken was
 // written, dropped and counted, or still waits in the FIFO, every TX packet
 // the device processed was sent or counted, every frame a NIC put on its
-// wire reached exactly one endpoint, each generator's Sent is what the NIC
-// took from it, each raw forwarder's Received is Forwarded + Errors; and
+// wire reached exactly one endpoint (not counted across a Connect wire),
+// each generator's Sent is what the NIC took from it, each raw forwarder's Received is Forwarded + Errors; and
 // Env.Close finds no leak, no checker report and no goroutine left.
 //
 // A failing input prints its operation log and the hex of the input (the
@@ -103,6 +104,9 @@ func fuzzNICSeeds() [][]byte {
 		cat(opNewNIC, faulty, opNewNIC, small, opNewNIC, small, opSetPeer, 1, 0, opSetPeer, 2, 3, opNewRaw, 1, 2, 0, 0,
 			opRawStart, 0, opInject, 1, 0, opInject, 1, 1, opGenStart, 1, 0, 3, 0, 1, opAttach, 0, 2, opInit, 0,
 			opTransmit, 0, 3, 0, opSleep, 3, opStats, 2, 0),
+		// two NICs joined by Connect, one forwarding to the other.
+		cat(opNewNIC, small, opNewNIC, small, opNewNIC, small, opConnect, 1, 2, opNewRaw, 0, 1, 0, 0, opRawStart, 0,
+			opGenStart, 0, 0, 3, 1, 4, opSleep, 2, opSetLink, 2, 0, opSleep, 1, opRawStop, 0),
 	}
 	out := [][]byte{{}}
 	for _, p := range progs {
@@ -147,11 +151,12 @@ const (
 	opDetach
 	opTransmit
 	opClose
+	opConnect
 	numOps
 )
 
 var opNames = [numOps]string{"new-nic", "new-raw", "raw-start", "raw-stop", "raw-close", "gen-start", "gen-stop", "set-link",
-	"set-peer", "receive", "wait-room", "inject", "stats", "sleep", "attach", "init", "stop", "detach", "transmit", "close"}
+	"set-peer", "receive", "wait-room", "inject", "stats", "sleep", "attach", "init", "stop", "detach", "transmit", "close", "connect"}
 
 // decoder reads the input; past its end every read is 0.
 type decoder struct {
@@ -248,11 +253,11 @@ func (d *decoder) mean() uint64 {
 	}
 }
 
-// nicConfig draws a Config (21 bytes at most). A valid one whose receive
-// FIFO would take more than 8 MiB gets the smallest FIFO instead: New
-// allocates it, and a fuzzer allocating 256 MiB per input would spend its
-// time in the allocator (the FIFO's upper bound is still drawn: beyond
-// MaxFIFOBytes it is refused before any allocation).
+// nicConfig draws a Config (17 bytes, and 20 more with a fault Profile).
+// A valid one whose receive FIFO would take more than 1 MiB gets a smaller
+// FIFO instead: New allocates it, and a fuzzer allocating up to 256 MiB per
+// input would spend its time in the allocator (the FIFO's upper bound is
+// still drawn: beyond MaxFIFOBytes it is refused before any allocation).
 func (d *decoder) nicConfig() simnic.Config {
 	c := simnic.Config{
 		Name:       [...]string{"", "fz", "a-rather-long-name-for-a-bus-device-0123456789", "x"}[d.u8()%4],
@@ -293,7 +298,7 @@ func (d *decoder) nicConfig() simnic.Config {
 	if fifo == 0 {
 		fifo = 1024
 	}
-	for fifo > 0 && fifo <= simnic.MaxFIFOBytes && fifo*(mf+4) <= simnic.MaxFIFOBytes && fifo*(mf+4) > 8<<20 {
+	for fifo > 0 && fifo <= simnic.MaxFIFOBytes && fifo*(mf+4) <= simnic.MaxFIFOBytes && fifo*(mf+4) > 1<<20 {
 		fifo /= 2
 		c.FIFO = fifo
 	}
@@ -337,7 +342,8 @@ type (
 		inbound *counter // frames offered to the NIC by the fuzzer's direct Receive calls
 		links   []*counter
 		sink    *simnic.Sink
-		noWire  bool // its peer was nil at some point: frames vanished, uncounted
+		noWire  bool // its peer was nil or a NIC directly at some point: frames it sent went uncounted
+		direct  bool // Connect made it another NIC's peer: frames offered to it went uncounted
 		last    simnic.Stats
 		drv     *simnic.Driver
 		zone    *iflib.Zone
@@ -417,11 +423,12 @@ func (m *nicModel) guard(what string, f func()) {
 
 func runNICModel(t *testing.T, in []byte) {
 	m := &nicModel{t: t, in: in}
+	iommu := len(in) > 0 && in[0]&1 != 0
+	space := fuzzSpace(t, iommu)
 	var env *simnictest.Env
 	m.guard("Open", func() {
 		var err error
-		env, err = simnictest.Open(simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 12 << 20, ContigSize: 4 << 20},
-			IOMMU: len(in) > 0 && in[0]&1 != 0, GoroutineGrace: 10 * time.Second})
+		env, err = simnictest.Open(simnictest.EnvOptions{Space: space, GoroutineGrace: 10 * time.Second})
 		if err != nil {
 			m.fail("Open: %v", err)
 		}
@@ -430,6 +437,9 @@ func runNICModel(t *testing.T, in []byte) {
 	defer func() {
 		if !m.closed {
 			m.closeEnv()
+		}
+		if !t.Failed() && space.Allocated() == 0 {
+			fuzzSpaces.put(iommu, space) // clean: the next input may reuse it
 		}
 	}()
 	d := &decoder{b: in}
@@ -451,6 +461,52 @@ func runNICModel(t *testing.T, in []byte) {
 	if os.Getenv("SIMNIC_FUZZ_LOG") != "" {
 		t.Logf("operations:\n  %s", strings.Join(m.log, "\n  "))
 	}
+}
+
+// fuzzSpaces keeps one clean address space of each kind between inputs:
+// allocating 16 MiB of simulated memory per input would cost more than the
+// input's operations.
+var fuzzSpaces spaceCache
+
+type spaceCache struct {
+	mu   sync.Mutex
+	free [2]busdma.Space
+}
+
+func (c *spaceCache) put(iommu bool, s busdma.Space) {
+	c.mu.Lock()
+	c.free[b2i(iommu)] = s
+	c.mu.Unlock()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fuzzSpace returns a clean space of the kind asked for: a kept one, or a
+// new one (12 MiB of memory and 4 MiB of contiguous memory for rings).
+func fuzzSpace(t *testing.T, iommu bool) busdma.Space {
+	fuzzSpaces.mu.Lock()
+	s := fuzzSpaces.free[b2i(iommu)]
+	fuzzSpaces.free[b2i(iommu)] = nil
+	fuzzSpaces.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	sim := busdma.SimConfig{Size: 12 << 20, ContigSize: 4 << 20}
+	var err error
+	if iommu {
+		s, err = busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: sim})
+	} else {
+		s, err = busdma.NewSimSpace(sim)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // nic picks one of the NICs made so far (nil if none).
@@ -755,6 +811,17 @@ func (m *nicModel) step(op int, d *decoder) {
 	case opClose:
 		m.logf("%s", opNames[op])
 		m.closeEnv()
+	case opConnect:
+		i, a := m.nic(d)
+		j, b := m.nic(d)
+		if a == nil {
+			return
+		}
+		m.logf("%s %d %d", opNames[op], i, j)
+		// The wire joins the NICs directly: what crosses it is not counted
+		// (the books of both NICs' wires are checked no more).
+		a.noWire, b.noWire, a.direct, b.direct = true, true, true, true
+		m.guard("Connect", func() { simnic.Connect(a.nic, b.nic) })
 	}
 }
 
@@ -934,11 +1001,15 @@ func (m *nicModel) closeEnv() {
 	}
 	for i, n := range m.nics {
 		st := n.nic.Stats()
-		if got := st.RxFrames + st.RxErrors + st.RxDMAFaults + st.RxNoRoom + st.RxFlushed + st.RxWaiting; got != accepted[i] {
+		if got := st.RxFrames + st.RxErrors + st.RxDMAFaults + st.RxNoRoom + st.RxFlushed + st.RxWaiting; got != accepted[i] && !n.direct {
 			m.fail("nic %d: the FIFO took %d frames; written %d + bad %d + DMA faults %d + no room %d + flushed %d + waiting %d = %d",
 				i, accepted[i], st.RxFrames, st.RxErrors, st.RxDMAFaults, st.RxNoRoom, st.RxFlushed, st.RxWaiting, got)
 		}
-		if got := accepted[i] + st.RxLinkDown + (st.RxTooLong - st.RxNoRoom) + (st.RxMissed - st.RxFlushed); got != offered[i] {
+		if n.direct {
+			if got := st.RxFrames + st.RxErrors + st.RxDMAFaults + st.RxNoRoom + st.RxFlushed + st.RxWaiting; got < accepted[i] {
+				m.fail("nic %d: the FIFO took at least %d frames; written, dropped and waiting: %d", i, accepted[i], got)
+			}
+		} else if got := accepted[i] + st.RxLinkDown + (st.RxTooLong - st.RxNoRoom) + (st.RxMissed - st.RxFlushed); got != offered[i] {
 			m.fail("nic %d: offered %d frames at the wire; taken %d + link down %d + too long %d + FIFO full %d = %d",
 				i, offered[i], accepted[i], st.RxLinkDown, st.RxTooLong-st.RxNoRoom, st.RxMissed-st.RxFlushed, got)
 		}

@@ -53,6 +53,12 @@ import (
 
 // EnvOptions configure an [Env]. The zero value works.
 type EnvOptions struct {
+	// Space, if set, is the address space to build on instead of a new
+	// one (Sim and IOMMU are then ignored; an *busdma.IOMMUSpace is the
+	// Env's IOMMU): a caller that runs many short Envs (a fuzzer) reuses
+	// one. It must hold nothing (Allocated 0); Close checks the books as
+	// usual and leaves the space to the caller.
+	Space busdma.Space
 	// Sim is the simulated physical memory; zero fields take busdma's
 	// defaults, except Size (default 64 MiB) and ContigSize (default
 	// 2 MiB), sized for a few NICs with 1024-descriptor rings.
@@ -111,10 +117,17 @@ func Open(o EnvOptions) (*Env, error) {
 	}
 	e := &Env{opts: o, label: strconv.FormatUint(envIDs.Add(1), 10)}
 	var err error
-	if o.IOMMU {
+	switch {
+	case o.Space != nil:
+		if a := o.Space.Allocated(); a != 0 {
+			return nil, fmt.Errorf("simnictest: EnvOptions.Space holds %d bytes already", a)
+		}
+		e.Space = o.Space
+		e.IOMMU, _ = o.Space.(*busdma.IOMMUSpace)
+	case o.IOMMU:
 		e.IOMMU, err = busdma.NewIOMMUSpace(busdma.IOMMUConfig{Sim: sim, MapTime: o.MapTime, UnmapTime: o.UnmapTime})
 		e.Space = e.IOMMU
-	} else {
+	default:
 		e.Space, err = busdma.NewSimSpace(sim)
 	}
 	if err != nil {
