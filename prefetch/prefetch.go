@@ -74,7 +74,9 @@ func Bytes(b []byte) {
 
 // Lines prefetches n consecutive cache lines, the n*CacheLineSize bytes
 // starting at p, in one call; iflib's prefetch2cachelines() is Lines(p, 2) on a
-// 64-byte-line machine. n <= 0 prefetches nothing. Because arm64's
+// 64-byte-line machine. n <= 0 prefetches nothing; n above MaxLines
+// prefetches MaxLines lines (a hint over more would only evict what it
+// brought in: that is more than an L1 data cache holds). Because arm64's
 // CacheLineSize (128) is larger than the line of most arm64 cores (64), Lines
 // steps 64 bytes on every architecture, so it issues n prefetches on amd64 and
 // 2n on arm64.
@@ -82,5 +84,9 @@ func Lines(p unsafe.Pointer, n int) {
 	if n <= 0 {
 		return
 	}
-	prefetchLines(uintptr(p), n*int(CacheLineSize/stride))
+	prefetchLines(uintptr(p), min(n, MaxLines)*int(CacheLineSize/stride))
 }
+
+// MaxLines is the most lines one Lines call prefetches: 64 KiB on amd64,
+// 128 KiB on arm64.
+const MaxLines = 1024

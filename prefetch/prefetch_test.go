@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -64,6 +65,24 @@ func TestOddAddressesDoNotFault(t *testing.T) {
 	Lines(nil, 0)
 	Lines(nil, -1)
 	Lines(nil, math.MinInt)
+}
+
+// Issue 20 §2 item 4: a count of lines from the whole range returns at
+// once: above MaxLines, Lines prefetches MaxLines (it used to issue 2^40 or
+// 2^63 prefetches, a hang). The bound is a hang guard, not a timing claim.
+func TestLinesHugeCountIsClamped(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, n := range []int{MaxLines + 1, 1 << 40, math.MaxInt, math.MaxInt / int(CacheLineSize/stride)} {
+			Lines(nil, n)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lines with a huge count did not return")
+	}
 }
 
 // TestFreedMemoryDoesNotFault prefetches a large object after the collector
