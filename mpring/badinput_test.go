@@ -168,3 +168,27 @@ func TestEnqueueAllocatesNothing(t *testing.T) {
 		t.Errorf("abdicate + CheckDrainage: %v allocs/op", n)
 	}
 }
+
+// Issue 20 §2 item 4: IncrementIdx and IdxDiff take any int and answer in
+// [0, Size): exactly increment_idx and IDXDIFF for the indices a drain
+// callback is given, and modulo Size for the others (they used to return
+// indices outside the ring, or negative counts).
+func TestIndexHelpersAnyInput(t *testing.T) {
+	r, err := New(16, func(r *Ring[int], cidx, pidx int) int { return r.IdxDiff(pidx, cidx) }, func(*Ring[int]) bool { return true })
+	if !assert.NoError(t, err) {
+		return
+	}
+	for _, c := range []struct{ idx, n, want int }{
+		{0, 0, 0}, {15, 1, 0}, {3, 16, 3}, {10, 9, 3}, // increment_idx's range
+		{-1, 0, 15}, {16, 0, 0}, {0, -1, 15}, {5, 17, 6}, {math.MaxInt, 1, 0}, {math.MinInt, 0, 0}, {math.MaxInt, math.MaxInt, 14},
+	} {
+		assert.Equal(t, c.want, r.IncrementIdx(c.idx, c.n), "IncrementIdx(%d, %d)", c.idx, c.n)
+	}
+	for _, c := range []struct{ pidx, cidx, want int }{
+		{5, 3, 2}, {3, 5, 14}, {0, 0, 0}, // IDXDIFF's range
+		{-1, 0, 15}, {16, 15, 1}, {math.MaxInt, math.MinInt, 15}, {3, 19, 0},
+	} {
+		got := r.IdxDiff(c.pidx, c.cidx)
+		assert.Equal(t, c.want, got, "IdxDiff(%d, %d)", c.pidx, c.cidx)
+	}
+}

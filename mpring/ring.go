@@ -154,14 +154,33 @@ func (r *Ring[T]) Slot(i int) *T {
 }
 
 // IncrementIdx is increment_idx: idx advanced by n slots, wrapping at Size.
-// It expects 0 ≤ idx < Size and 0 ≤ n ≤ Size.
-func (r *Ring[T]) IncrementIdx(idx, n int) int { return incrementIdx(r.size, idx, n) }
+// For 0 ≤ idx < Size and 0 ≤ n ≤ Size (what the drain callback passes) it
+// is increment_idx exactly; any other idx and n give (idx + n) mod Size,
+// always in [0, Size), never a slot outside the ring.
+func (r *Ring[T]) IncrementIdx(idx, n int) int {
+	if uint(idx) < uint(r.size) && uint(n) <= uint(r.size) {
+		return incrementIdx(r.size, idx, n)
+	}
+	return mod(mod(idx, r.size)+mod(n, r.size), r.size)
+}
 
 // IdxDiff is IDXDIFF(pidx, cidx, size) from sys/net/iflib.c: how many slots
-// lie in [cidx, pidx), wrapping at Size.
+// lie in [cidx, pidx), wrapping at Size. Indices outside [0, Size) are taken
+// modulo Size, so the answer is always in [0, Size).
 func (r *Ring[T]) IdxDiff(pidx, cidx int) int {
+	if uint(pidx) >= uint(r.size) || uint(cidx) >= uint(r.size) {
+		pidx, cidx = mod(pidx, r.size), mod(cidx, r.size)
+	}
 	if pidx >= cidx {
 		return pidx - cidx
 	}
 	return r.size - cidx + pidx
+}
+
+// mod is x mod m in [0, m) for any x (m > 0).
+func mod(x, m int) int {
+	if x %= m; x < 0 {
+		x += m
+	}
+	return x
 }
