@@ -109,8 +109,8 @@ const (
 	// memory after the ring (TDWBAL head write-back) and sets no DD bits;
 	// the driver credits head − tx_cidx_processed, as
 	// ixl_isc_txd_credits_update_hwb does. The head can stop in the middle
-	// of a packet whose later buffers the device has not read yet: only
-	// iflib's reclaim lag of nsegments keeps those buffers mapped.
+	// of a packet whose later buffers the device has not read yet: iflib
+	// must keep them mapped until it has (see the package doc on R2-A2).
 	TxCompletionHeadWB
 )
 

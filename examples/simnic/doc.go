@@ -64,8 +64,12 @@
 //     em_if_init set it to ntxd−1 "to avoid an off-by-one error"), and
 //     ixl-style head write-back (the device writes its head after the ring,
 //     ixl_isc_txd_credits_update_hwb; 82599 TDWBAL), whose head can stop in
-//     the middle of a packet: only iflib's reclaim lag of nsegments keeps
-//     that packet's later buffers mapped until the device read them.
+//     the middle of a packet (a service pass ends after 256 descriptors, at
+//     a 32-descriptor fetch): iflib must keep that packet's later buffers
+//     mapped until the device read them. FreeBSD's reclaim lag of
+//     isc_tx_nsegments covers a packet of nsegments+1 descriptors, not a
+//     TSO packet of up to isc_tx_tso_segments_max (Config.TSOSegs above
+//     TxSegs makes one; the second FreeBSD review's R2-A2).
 //   - RX frame errors ([FaultRxCRC], [FaultRxSymbol], [FaultRxLength],
 //     [FaultRxDMA]): the EOP descriptor's error field carries CE, SE, LE or
 //     RXE (SDM §3.2.3.2, Table 3-3: valid only with EOP and DD; the device
