@@ -35,11 +35,12 @@ var (
 // the generator moves on to the next one; with Lossless it retries the same
 // frame until it is taken (then only a frame the endpoint never takes, too
 // long for it, and the frame in hand when Stop is called count as refused:
-// Sent + Refused is always the frames offered). Either way, when
-// the endpoint is a [RoomWaiter] (a NIC) the generator parks until there is
+// Sent + Refused is always the frames offered). Either way, when the
+// endpoint is a [RoomWaiter] (a NIC) the generator parks until there is
 // room instead of spinning, so it leaves the CPU to the device it feeds;
-// otherwise it yields the processor between attempts. While a NIC's link
-// is down there is no room: the frame is refused once (RxLinkDown) and the
+// otherwise it yields the processor between its first attempts and then
+// sleeps between them, 1µs doubling to 1ms. While a NIC's link is down
+// there is no room: the frame is refused once (RxLinkDown) and the
 // generator parks until the link comes back, so a link loss costs one drop
 // per loss, not one per retry, and Stop ends the wait.
 //
@@ -130,7 +131,7 @@ func (g *Generator) run(dst Endpoint) {
 // send offers one frame, parking on refusals (see the type's doc). It
 // reports false when the generator was stopped while parked.
 func (g *Generator) send(dst Endpoint, waiter RoomWaiter, frame []byte) bool {
-	for {
+	for try := 0; ; try++ {
 		if dst.Receive(frame) {
 			g.sent.Add(1)
 			return true
@@ -140,18 +141,39 @@ func (g *Generator) send(dst Endpoint, waiter RoomWaiter, frame []byte) bool {
 				g.refused.Add(1) // never takes it (too long), or stopped
 				return g.running()
 			}
-		} else {
-			select {
-			case <-g.stop:
-				return false
-			default:
-			}
-			runtime.Gosched()
+		} else if !g.backoff(try) {
+			g.refused.Add(1) // the frame in hand at Stop
+			return false
 		}
 		if !g.Lossless {
 			g.refused.Add(1)
 			return true
 		}
+	}
+}
+
+// backoff is the wait before retry number try+1 of a frame an endpoint
+// without WaitRoom refused: a yield for the first 16 retries, then a sleep
+// doubling from 1µs to at most 1ms, so that a lossless generator facing an
+// endpoint that refuses for long neither spins nor gives up. It reports
+// false when Stop ends the wait.
+func (g *Generator) backoff(try int) bool {
+	if try < 16 {
+		select {
+		case <-g.stop:
+			return false
+		default:
+		}
+		runtime.Gosched()
+		return true
+	}
+	t := time.NewTimer(min(time.Microsecond<<min(try-16, 10), time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-g.stop:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

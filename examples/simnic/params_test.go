@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,5 +192,30 @@ func TestGeneratorConfigErrorNamesField(t *testing.T) {
 	err := (&simnic.Generator{Next: func(uint64, []byte) int { return 60 }, Rate: math.Inf(1)}).Start(&simnic.Sink{})
 	if !errors.Is(err, simnic.ErrGenConfig) || !strings.Contains(err.Error(), "Rate +Inf") {
 		t.Fatalf("Start with Rate +Inf: %v", err)
+	}
+}
+
+// refuser is an endpoint without WaitRoom that refuses everything.
+type refuser struct{ calls atomic.Uint64 }
+
+func (r *refuser) Receive([]byte) bool { r.calls.Add(1); return false }
+
+// A lossless generator facing an endpoint without WaitRoom that refuses
+// for ever backs off instead of spinning (its attempts over 50 ms stay in
+// the hundreds, where a spin makes millions), and its Stop counts the
+// frame in hand as refused: Sent + Refused is every frame offered.
+func TestLosslessGeneratorBacksOff(t *testing.T) {
+	r := &refuser{}
+	g := &simnic.Generator{Next: func(uint64, []byte) int { return 60 }, Lossless: true}
+	if err := g.Start(r); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	bounded(t, "Stop", 10*time.Second, func() { _ = g.Stop() })
+	if n := r.calls.Load(); n > 5000 {
+		t.Fatalf("%d attempts in 50 ms: the generator spins", n)
+	}
+	if g.Sent() != 0 || g.Refused() != 1 {
+		t.Fatalf("sent %d refused %d, want 0 and 1", g.Sent(), g.Refused())
 	}
 }
