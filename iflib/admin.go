@@ -1,6 +1,7 @@
 package iflib
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -8,13 +9,17 @@ import (
 // The admin task (_task_fn_admin) and the timer (iflib_timer).
 //
 //	iflib_timer (every TimerInterval, per TX queue)
-//	   ├─ IFDI_TIMER(qid)
-//	   ├─ watchdog: descriptors handed to the device, no completion for
-//	   │   TxWatchdogPeriods periods, link up ─▶ credits probe:
+//	   ├─ IFDI_TIMER(qid) (the driver may report pause frames here)
+//	   ├─ watchdog: frozen = work the device has not reported done beyond
+//	   │   the unreported tail, no progress, no doorbell pending, no pause
+//	   │   frames, link up; armed only while a frozen queue takes on new
+//	   │   work; armed TxWatchdogPeriods periods ─▶ credits probe:
 //	   │      completions pending ─▶ lost interrupt: schedule the task
 //	   │      none ─▶ hung: IFC_DO_WATCHDOG|IFC_DO_RESET ─▶ admin
-//	   └─ laggards: schedule every task (a deferred doorbell, a lost interrupt)
+//	   ├─ laggards: schedule every task (a deferred doorbell, a lost interrupt)
+//	   └─ isc_pause_frames = 0
 //	admin task (woken by the timer, RX errors, AdminIntr, deferred Stop/Detach)
+//	   ├─ (the timer is fenced off: IFDI_TIMER never runs beside these)
 //	   ├─ watchdog: count, IFDI_WATCHDOG_RESET
 //	   ├─ IFDI_UPDATE_ADMIN_STATUS (the driver polls its link)
 //	   ├─ reset: stop + init (iflib_if_init_locked)
@@ -22,8 +27,8 @@ import (
 //
 // FreeBSD's upstream watchdog is inert (no code sets IFLIB_QUEUE_WORKING,
 // so a queue is never marked hung); this is the design of the newer
-// per-period frozen-queue check (tx_watchdog_periods), which also tells a
-// lost interrupt from a hung queue by asking the driver.
+// per-period frozen-queue check (tx_watchdog_periods, ift_wdog_armed),
+// which also tells a lost interrupt from a hung queue by asking the driver.
 
 // Admin requests (IFC_DO_RESET, IFC_DO_WATCHDOG and the deferred
 // lifecycle calls).
@@ -87,9 +92,17 @@ func (c *Context) runAdmin(flags uint32) bool {
 	if flags&adminDetach != 0 {
 		c.state.Store(int32(stateDetaching))
 		c.stopLocked()
+		// A transmit that still holds a TX queue frees it as it leaves; wait
+		// for that without the lock (every other lifecycle call returns
+		// ErrDetached meanwhile).
+		c.unlock()
+		c.teardowns.wait(0)
+		c.lock()
 		_ = c.detachLocked()
 		return true
 	}
+	// _task_fn_admin stops the ift_timer callouts around its IFDI calls.
+	c.timerMu.Lock()
 	if flags&adminWatchdog != 0 {
 		c.admin.watchdogEvents.Add(1)
 		if w, ok := c.dev.(WatchdogResetter); ok {
@@ -99,6 +112,7 @@ func (c *Context) runAdmin(flags uint32) bool {
 	if u, ok := c.dev.(AdminStatusUpdater); ok {
 		u.UpdateAdminStatus(c)
 	}
+	c.timerMu.Unlock()
 	switch {
 	case flags&adminStop != 0:
 		c.stopLocked()
@@ -162,56 +176,116 @@ func (c *Context) Resets() uint64 { return c.admin.resets.Load() }
 // WatchdogEvents returns ifc_watchdog_events: hung-queue resets.
 func (c *Context) WatchdogEvents() uint64 { return c.admin.watchdogEvents.Load() }
 
+// ReportPauseFrames is isc_pause_frames: the driver reports, from
+// IFDI_TIMER (its Timer method), that the link partner paused the
+// transmitter (802.3x PAUSE frames received) since the last timer period.
+// A paused queue completes nothing through no fault of its own: the TX
+// watchdog does not count the period as frozen. iflib clears the report
+// after each queue's period, as iflib_timer clears isc_pause_frames.
+func (c *Context) ReportPauseFrames(n uint64) {
+	if n > 0 {
+		c.pauseFrames.Add(n)
+	}
+}
+
 // timer is iflib_timer for every TX queue, plus a kick of every RX queue
-// (a lost RX interrupt is recovered within one period).
+// (a lost RX interrupt is recovered within one period). Each period runs
+// under timerMu, which the admin task takes around its IFDI calls.
 func (c *Context) timer() {
 	t := time.NewTicker(c.cfg.TimerInterval)
 	defer t.Stop()
-	tm, _ := c.dev.(TimerHandler)
-	wd := make([]watchdogState, len(c.txqs))
 	for {
 		select {
 		case <-c.stopCh:
 			return
 		case <-t.C:
 		}
-		for i, q := range c.txqs {
-			if tm != nil {
-				tm.Timer(c, q.id)
-			}
-			if c.watchdog(q, &wd[i]) {
-				return
-			}
-			q.kick() // laggards: a deferred doorbell, a lost interrupt
-		}
-		for _, q := range c.rxqs {
-			q.kick()
+		if c.timerPeriod() {
+			return
 		}
 	}
 }
 
-// watchdogState is the timer's view of one TX queue between periods.
+// timerPeriod is one period of iflib_timer over every queue. It reports
+// true when the watchdog asked for a reset (the timer then ends with the
+// tasks).
+func (c *Context) timerPeriod() bool {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	tm, _ := c.dev.(TimerHandler)
+	for _, q := range c.txqs {
+		if tm != nil {
+			tm.Timer(c, q.id)
+		}
+		hung := c.watchdog(q)
+		c.pauseFrames.Store(0)
+		if hung {
+			return true
+		}
+		q.kick() // laggards: a deferred doorbell, a lost interrupt
+	}
+	for _, q := range c.rxqs {
+		q.kick()
+	}
+	return false
+}
+
+// watchdogState is the timer's view of one TX queue between periods
+// (ift_processed_prev, ift_outstanding_prev, ift_wdog_armed).
 type watchdogState struct {
-	processed uint64 // ift_processed at the last period
-	frozen    int    // consecutive periods with work out and no progress
+	processed   uint64 // ift_processed at the last period
+	outstanding int64  // descriptors not reported done at the last period
+	noDesc      uint64 // no_desc_avail + txq_drain_nodesc at the last period
+	armed       int    // ift_wdog_armed: consecutive frozen periods since it armed
 }
 
-// watchdog is iflib_timer's hung-queue check for q. It reports true when
-// it asked for a reset (the timer then ends with the tasks).
-func (c *Context) watchdog(q *txq, w *watchdogState) bool {
-	periods := c.cfg.TxWatchdogPeriods
+// resetWatchdog forgets the watchdog's history (iflib_stop's resets of
+// ift_processed_prev, ift_outstanding_prev and ift_wdog_armed).
+// Preconditions: the timer is not running.
+func (q *txq) resetWatchdog() {
+	q.wd = watchdogState{noDesc: q.st.load(txNoDescAvail) + q.st.load(txDrainNoDesc)}
+}
+
+// watchdog is the newer iflib_timer's hung-queue check for q, read from
+// the consumer's published mirrors. A queue is frozen in a period when the
+// device holds descriptors it has not reported done beyond the tail whose
+// report is still deferred (outstanding > rs_pending), nothing was
+// reported since the last period, no doorbell is pending, the driver
+// reported no pause frames and the link is up. Being frozen is not a
+// fault: a device may hold back the completion of a quiet queue's last
+// descriptors indefinitely (8254x write-back deferral, em's count that
+// stays one descriptor short), so the check arms only when a frozen queue
+// is also offered new work, and acts only after TxWatchdogPeriods armed
+// periods. It reports true when it asked for a reset.
+//
+// Offered work is the fork's "outstanding grew" (the queue took on new
+// descriptors), and also (goiflib) work the queue could not take on: a
+// non-empty software ring (mp_ring or buf_ring), a packet refused for lack
+// of descriptors during the period, or a descriptor ring too full to take
+// a worst-case packet. Without these a queue that hangs while its ring
+// fills up in the same period as its last progress is never armed, and
+// never reset, however much work waits on it (the fork arms it only when
+// the stack later offers more).
+func (c *Context) watchdog(q *txq) bool {
+	w := &q.wd
 	processed := q.processedA.Load()
-	progressed := processed != w.processed
-	w.processed = processed
-	if periods <= 0 || !c.running.Load() || c.LinkState() != LinkStateUp || progressed || !q.hwBusy() {
-		w.frozen = 0
+	outstanding := q.inUseA.Load() - int64(processed-q.cleanedA.Load())
+	noDesc := q.st.load(txNoDescAvail) + q.st.load(txDrainNoDesc)
+	frozen := outstanding > q.rsPendingA.Load() && processed == w.processed &&
+		q.dbPendingA.Load() == 0 && c.pauseFrames.Load() == 0 &&
+		c.running.Load() && c.LinkState() == LinkStateUp
+	full := int64(q.size-q.pad)-q.inUseA.Load() < int64(q.maxTxDesc())
+	offered := outstanding > w.outstanding || noDesc != w.noDesc || full || q.swBacklog() > 0
+	switch {
+	case !frozen:
+		w.armed = 0
+	case (w.armed > 0 || offered) && w.armed < math.MaxUint16:
+		w.armed++
+	}
+	w.outstanding, w.processed, w.noDesc = outstanding, processed, noDesc
+	if periods := c.cfg.TxWatchdogPeriods; periods <= 0 || w.armed < periods {
 		return false
 	}
-	w.frozen++
-	if w.frozen < periods {
-		return false
-	}
-	w.frozen = 0
 	if c.txrx.TxdCreditsUpdate(q.id, false) != 0 {
 		// Completions are waiting: the interrupt was lost, not the queue.
 		q.st.add(txMissedIntrs, 1)

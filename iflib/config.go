@@ -97,24 +97,36 @@ type SoftcCtx struct {
 	TxdSize [MaxQueuesPerSet]int
 	RxdSize [MaxQueuesPerSet]int
 	// TxNSegments is isc_tx_nsegments: the most buffers (descriptors) one
-	// packet may use; clamped to ntxd/12 (required).
+	// packet may use; clamped to ntxd/12 and to MaxTxSegs (required). The
+	// TX ring must hold one such packet and the pad.
 	TxNSegments int
 	// TxTSOSegmentsMax is isc_tx_tso_segments_max: the same for TSO
 	// packets, clamped likewise (0: no TSO).
 	TxTSOSegmentsMax int
-	TxTSOSizeMax     int       // isc_tx_tso_size_max: the largest TSO payload
-	TxTSOSegSizeMax  int       // isc_tx_tso_segsize_max: the most bytes per TSO descriptor
-	TxPad            int       // isc_tx_pad: descriptors beyond nsegs a packet may use (iflib forces 2)
-	TxCsumFlags      CsumFlags // isc_tx_csum_flags: the checksum offloads the hardware does
+	TxTSOSizeMax     int // isc_tx_tso_size_max: the largest TSO payload (informational; ≥ 0)
+	TxTSOSegSizeMax  int // isc_tx_tso_segsize_max: the most bytes per TSO descriptor (informational; ≥ 0)
+	// TxPad is isc_tx_pad: descriptors beyond nsegs a packet may use
+	// (sentinels, context descriptors); iflib sets 2 before AttachPre, a
+	// driver may change it (0..MaxTxSegs).
+	TxPad       int
+	TxCsumFlags CsumFlags // isc_tx_csum_flags: the checksum offloads the hardware does
 	// RSSTableSize is isc_rss_table_size: the RSS indirection table size,
 	// whose mask picks a TX queue from a flow id (0: 64).
 	RSSTableSize int
 	// RxdBufSize is isc_rxd_buf_size: the RX buffer (cluster) size of free
-	// list j, rounded up to MCLBYTES, MJUMPAGESIZE, MJUM9BYTES or
-	// MJUM16BYTES (0: from MaxFrameSize: MCLBYTES or MJUMPAGESIZE).
-	RxdBufSize   [MaxQueuesPerSet]int
-	MaxFrameSize int  // isc_max_frame_size: the largest frame on the wire (0: 1518)
-	MinFrameSize int  // isc_min_frame_size: runts are padded to it with IFLIB_NEED_ETHER_PAD
+	// list j, 0..MJUM16BYTES, pulled up to MCLBYTES or, for anything
+	// larger, MJUMPAGESIZE (iflib_get_mbuf_size_for: a jumbo frame spans
+	// several buffers); 0: from MaxFrameSize likewise. The driver programs
+	// its device with the size iflib chose (Context.RxBufSize, or
+	// RxdUpdate.BufSize).
+	RxdBufSize [MaxQueuesPerSet]int
+	// MaxFrameSize is isc_max_frame_size: the largest frame on the wire,
+	// without a VLAN tag (0: 1518). A frame of MaxFrameSize plus a tag must
+	// fit in MaxRxSegs buffers.
+	MaxFrameSize int
+	// MinFrameSize is isc_min_frame_size: runts are padded to it with
+	// IFLIB_NEED_ETHER_PAD (0..min(MaxFrameSize, MCLBYTES)).
+	MinFrameSize int
 	DMAWidth     int  // isc_dma_width: the device's DMA address bits (0: 64)
 	TxRx         TxRx // isc_txrx: the fast-path methods (required)
 }
@@ -213,8 +225,12 @@ type Config struct {
 	// interface is reset (0: DefaultTxWatchdogPeriods, 4; negative: no
 	// watchdog).
 	TxWatchdogPeriods int
-	// StopTimeout bounds Stop's wait for transmits in progress
-	// (0: DefaultStopTimeout, 1 s).
+	// StopTimeout bounds Stop's wait for transmits in progress to leave
+	// the TX queues, and Init's and Detach's wait for a queue a transmit
+	// still held after Stop (0: DefaultStopTimeout, 1 s). A transmit ends in
+	// bounded time unless a driver method or callback blocks against its
+	// contract; whatever the timeout, no queue is freed while a sender
+	// holds it.
 	StopTimeout time.Duration
 	// CopyThresh is IFLIB_RX_COPY_THRESH: frames of at most this many bytes
 	// in one buffer are copied and their cluster reposted
@@ -246,8 +262,35 @@ type Config struct {
 	RxZoneSize int
 }
 
+// Bounds of the numeric parameters (every one is checked at Register; a
+// value outside its bound is a *ConfigError naming the field).
+const (
+	// MaxRingSize bounds every descriptor ring (ntxd, nrxd and their
+	// min/max/default/override): FreeBSD's ring indices are qidx_t, a
+	// uint16_t.
+	MaxRingSize = 1 << 16
+	// MaxRingBytes bounds one ring's memory (isc_txqsizes/isc_rxqsizes).
+	MaxRingBytes = 1 << 30
+	// MaxQueueSets bounds isc_ntxqsets_max and isc_nrxqsets_max: more
+	// queue sets than any NIC has interrupt vectors for.
+	MaxQueueSets = 1024
+	// MaxQAlign bounds isc_q_align.
+	MaxQAlign = 1 << 16
+	// MaxRxBudget is the largest rx_budget (ifc_sysctl_rx_budget is a
+	// uint16_t).
+	MaxRxBudget = 1<<16 - 1
+	// MaxDRBRSize is the largest drbr-mode buf_ring (the size of a
+	// descriptor ring at most: a buf_ring deeper than the ring it feeds
+	// only queues latency).
+	MaxDRBRSize = MaxRingSize
+	// etherVLANEncapLen is ETHER_VLAN_ENCAP_LEN: a VLAN tag's 4 bytes,
+	// which isc_max_frame_size does not include.
+	etherVLANEncapLen = 4
+)
+
 // resolveConfig replaces every zero with its default and checks the
-// ranges, once, at Register.
+// ranges, once, at Register (after AttachPre: some bounds depend on the
+// ring sizes).
 func (c *Context) resolveConfig() error {
 	cfg := &c.cfg
 	for _, f := range []struct {
@@ -272,17 +315,17 @@ func (c *Context) resolveConfig() error {
 	orDefault(&cfg.PollInterval, DefaultPollInterval)
 	orDefault(&cfg.TimerInterval, DefaultTimerInterval)
 	orDefault(&cfg.StopTimeout, DefaultStopTimeout)
-	if !isPow2(cfg.DRBRSize) {
-		return cfgErr("DRBRSize", cfg.DRBRSize, "must be a power of two")
-	}
-	if r := cfg.TxReclaimThresh; r < 0 || r > c.sc.NTxd[0]/2 {
-		return cfgErr("TxReclaimThresh", r, "must be 0..ntxd/2")
-	}
-	if cfg.RxPerPacketInput && cfg.RxSortByFlow {
-		return cfgErr("RxPerPacketInput", true, "delivers each packet as it is taken: there is no batch for RxSortByFlow to sort")
-	}
-	if cfg.TxMode < TxModeMPRing || cfg.TxMode > TxModeDRBR {
+	switch {
+	case cfg.RxBudget > MaxRxBudget:
+		return cfgErr("RxBudget", cfg.RxBudget, fmt.Sprintf("must be at most %d (rx_budget is a uint16_t)", MaxRxBudget))
+	case !isPow2(cfg.DRBRSize) || cfg.DRBRSize < 2 || cfg.DRBRSize > MaxDRBRSize:
+		return cfgErr("DRBRSize", cfg.DRBRSize, fmt.Sprintf("must be a power of two in [2, %d]", MaxDRBRSize))
+	case cfg.TxReclaimThresh < 0 || cfg.TxReclaimThresh > c.sc.NTxd[0]/2:
+		return cfgErr("TxReclaimThresh", cfg.TxReclaimThresh, "must be 0..ntxd/2")
+	case cfg.TxMode < TxModeMPRing || cfg.TxMode > TxModeDRBR:
 		return cfgErr("TxMode", cfg.TxMode, "unknown mode")
+	case cfg.RxPerPacketInput && cfg.RxSortByFlow:
+		return cfgErr("RxPerPacketInput", true, "delivers each packet as it is taken: there is no batch for RxSortByFlow to sort")
 	}
 	return nil
 }
@@ -316,27 +359,29 @@ func resolveShared(s *SharedCtx) error {
 	def(&s.TxMaxSegSize, pageSize)
 	def(&s.TSOMaxSegSize, s.TxMaxSegSize)
 	def(&s.RxNSegments, 1)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"TxMaxSize", s.TxMaxSize}, {"TxMaxSegSize", s.TxMaxSegSize}, {"TSOMaxSize", s.TSOMaxSize},
+		{"TSOMaxSegSize", s.TSOMaxSegSize}, {"RxMaxSize", s.RxMaxSize}, {"RxMaxSegSize", s.RxMaxSegSize},
+		{"RxNSegments", s.RxNSegments},
+	} {
+		if f.v < 0 {
+			return cfgErr(f.name, f.v, "must not be negative")
+		}
+	}
 	switch {
 	case s.DriverName == "":
 		return cfgErr("DriverName", "", "empty: the driver must name itself")
-	case s.TxMaxSize < 0:
-		return cfgErr("TxMaxSize", s.TxMaxSize, "must not be negative")
-	case s.TxMaxSegSize < 0:
-		return cfgErr("TxMaxSegSize", s.TxMaxSegSize, "must not be negative")
-	case s.TSOMaxSize < 0 || s.TSOMaxSegSize < 0:
-		return cfgErr("TSOMaxSize", s.TSOMaxSize, "must not be negative")
-	case s.RxMaxSize < 0 || s.RxMaxSegSize < 0:
-		return cfgErr("RxMaxSize", s.RxMaxSize, "must not be negative")
-	case s.RxNSegments < 0:
-		return cfgErr("RxNSegments", s.RxNSegments, "must not be negative")
 	case s.NTxQs < 1 || s.NTxQs > MaxQueuesPerSet:
 		return cfgErr("NTxQs", s.NTxQs, "must be 1..8")
 	case s.NRxQs < 1 || s.NRxQs > MaxQueuesPerSet:
 		return cfgErr("NRxQs", s.NRxQs, "must be 1..8")
 	case s.Flags&(FlagHasRxCQ|FlagHasTxCQ) != 0:
 		return cfgErr("Flags", s.Flags, "completion-queue layouts (IFLIB_HAS_RXCQ/TXCQ) are not modelled")
-	case s.QAlign < 0 || !isPow2(s.QAlign):
-		return cfgErr("QAlign", s.QAlign, "must be a power of two")
+	case !isPow2(s.QAlign) || s.QAlign > MaxQAlign:
+		return cfgErr("QAlign", s.QAlign, fmt.Sprintf("must be a power of two up to %d", MaxQAlign))
 	case s.NFL < 0 || s.NFL > s.NRxQs:
 		return cfgErr("NFL", s.NFL, "more free lists than RX rings")
 	}
@@ -345,11 +390,12 @@ func resolveShared(s *SharedCtx) error {
 			def(&mins[j], 64)
 			def(&maxs[j], 4096)
 			def(&defs[j], 1024)
-			if mins[j] < 0 || maxs[j] < mins[j] {
-				return cfgErr(fmt.Sprintf("N%sd{Min,Max}[%d]", dir, j), fmt.Sprint(mins[j], "..", maxs[j]), "must be positive with min ≤ max")
+			if mins[j] < 0 || maxs[j] < mins[j] || maxs[j] > MaxRingSize {
+				return cfgErr(fmt.Sprintf("N%sd{Min,Max}[%d]", dir, j), fmt.Sprint(mins[j], "..", maxs[j]),
+					fmt.Sprintf("must be positive with min ≤ max ≤ %d", MaxRingSize))
 			}
-			if !isPow2(defs[j]) {
-				return cfgErr(fmt.Sprintf("N%sdDefault[%d]", dir, j), defs[j], "must be a power of two")
+			if !isPow2(defs[j]) || defs[j] > MaxRingSize {
+				return cfgErr(fmt.Sprintf("N%sdDefault[%d]", dir, j), defs[j], fmt.Sprintf("must be a power of two up to %d", MaxRingSize))
 			}
 		}
 		return nil
@@ -364,7 +410,7 @@ func resolveShared(s *SharedCtx) error {
 // the defaults, clamped to [min, max]. Unlike FreeBSD, which silently falls
 // back to the default for an override that is not a power of two, we
 // reject it with a ConfigError: a user who asked for a size should learn it
-// was not taken.
+// was not taken. An override beyond [min, max] is clamped, as FreeBSD does.
 func resetQValues(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	sc.TxPad = TxPad
 	sizes := func(dir string, n int, defs, mins, maxs, overrides, out *[MaxQueuesPerSet]int) error {
@@ -387,14 +433,20 @@ func resetQValues(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 }
 
 // validateSoftc is _iflib_pre_assert plus the checks and clamps of
-// iflib_device_register after IFDI_ATTACH_PRE.
+// iflib_device_register after IFDI_ATTACH_PRE. The driver may have
+// changed anything in AttachPre, so everything is checked again here.
 func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	if sc.TxRx == nil {
 		return cfgErr("TxRx", nil, "the driver must set isc_txrx")
 	}
-	if sc.NTxQSetsMax <= 0 || sc.NRxQSetsMax <= 0 {
-		return cfgErr("N{Tx,Rx}QSetsMax", fmt.Sprint(sc.NTxQSetsMax, sc.NRxQSetsMax), "must be positive")
+	switch {
+	case sc.NTxQSetsMax <= 0 || sc.NTxQSetsMax > MaxQueueSets:
+		return cfgErr("NTxQSetsMax", sc.NTxQSetsMax, fmt.Sprintf("must be 1..%d", MaxQueueSets))
+	case sc.NRxQSetsMax <= 0 || sc.NRxQSetsMax > MaxQueueSets:
+		return cfgErr("NRxQSetsMax", sc.NRxQSetsMax, fmt.Sprintf("must be 1..%d", MaxQueueSets))
 	}
+	// Documented clamps: 0, a negative count or one above the maximum is
+	// the maximum; an override only lowers it.
 	if sc.NTxQSets <= 0 || sc.NTxQSets > sc.NTxQSetsMax {
 		sc.NTxQSets = sc.NTxQSetsMax
 	}
@@ -417,14 +469,27 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 			return err
 		}
 	}
-	if sc.TxNSegments <= 0 {
+	switch {
+	case sc.TxNSegments <= 0:
 		return cfgErr("TxNSegments", sc.TxNSegments, "must be positive")
+	case sc.TxTSOSegmentsMax < 0:
+		return cfgErr("TxTSOSegmentsMax", sc.TxTSOSegmentsMax, "must not be negative (0: no TSO)")
+	case sc.TxTSOSizeMax < 0:
+		return cfgErr("TxTSOSizeMax", sc.TxTSOSizeMax, "must not be negative")
+	case sc.TxTSOSegSizeMax < 0:
+		return cfgErr("TxTSOSegSizeMax", sc.TxTSOSegSizeMax, "must not be negative")
+	case sc.TxPad < 0 || sc.TxPad > MaxTxSegs:
+		return cfgErr("TxPad", sc.TxPad, fmt.Sprintf("must be 0..%d", MaxTxSegs))
 	}
-	// The segment clamp: one packet may never take more than 1/12 of the ring.
-	clamp := max(1, sc.NTxd[0]/MaxSinglePacketFraction)
+	// The segment clamps: one packet may never take more than 1/12 of the
+	// ring (iflib_device_register), nor more than ift_segs holds
+	// (IFLIB_MAX_TX_SEGS).
+	clamp := min(max(1, sc.NTxd[0]/MaxSinglePacketFraction), MaxTxSegs)
 	sc.TxNSegments = min(sc.TxNSegments, clamp)
-	if sc.TxTSOSegmentsMax > 0 {
-		sc.TxTSOSegmentsMax = min(sc.TxTSOSegmentsMax, clamp)
+	sc.TxTSOSegmentsMax = min(sc.TxTSOSegmentsMax, clamp)
+	if n := sc.NTxd[0]; n-sc.TxPad <= max(sc.TxNSegments, sc.TxTSOSegmentsMax) {
+		return cfgErr("NTxd[0]", n, fmt.Sprintf("too small to hold one packet of %d descriptors and the pad of %d",
+			max(sc.TxNSegments, sc.TxTSOSegmentsMax), sc.TxPad))
 	}
 	if sc.RSSTableSize == 0 {
 		sc.RSSTableSize = DefaultRSSTableSize
@@ -438,6 +503,9 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	if sc.MaxFrameSize <= 0 {
 		sc.MaxFrameSize = 1518
 	}
+	if sc.MinFrameSize < 0 || sc.MinFrameSize > min(sc.MaxFrameSize, MCLBytes) {
+		return cfgErr("MinFrameSize", sc.MinFrameSize, "must be 0..min(MaxFrameSize, MCLBYTES)")
+	}
 	nfl := max(s.NFL, 1)
 	for j := 0; j < nfl; j++ {
 		b := sc.RxdBufSize[j]
@@ -445,53 +513,58 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 			return cfgErr(fmt.Sprintf("RxdBufSize[%d]", j), b, fmt.Sprintf("must be 0..%d (MJUM16BYTES)", MJum16Bytes))
 		}
 		if b != 0 {
-			// m_getzone: the smallest cluster zone that holds the size.
-			sc.RxdBufSize[j] = rxClusterSize(b)
+			// iflib_fl_setup: "pull it up to the selected mbuf size" with
+			// iflib_get_mbuf_size_for: MCLBYTES, or MJUMPAGESIZE for
+			// anything larger (a jumbo frame spans several buffers).
+			sc.RxdBufSize[j] = rxBufSizeFor(b)
+		}
+		// The largest frame, with a VLAN tag (isc_max_frame_size does not
+		// count it), must fit the buffers one packet may use.
+		buf := sc.RxdBufSize[j]
+		if buf == 0 {
+			buf = rxBufSizeFor(sc.MaxFrameSize)
+		}
+		if sc.MaxFrameSize > MaxRxSegs*buf-etherVLANEncapLen {
+			return cfgErr("MaxFrameSize", sc.MaxFrameSize, fmt.Sprintf(
+				"a frame of %d bytes with a VLAN tag needs more than %d (IFLIB_MAX_RX_SEGS) buffers of %d bytes",
+				sc.MaxFrameSize, MaxRxSegs, buf))
 		}
 	}
 	return nil
 }
 
-// ringBytes checks ring j's descriptor count (a power of two) and
-// resolves and checks isc_{tx,rx}qsizes[j]: derived from the descriptor
-// size when the driver left it 0, and never smaller than the descriptors
-// need.
+// ringBytes checks ring j's descriptor count (a power of two up to
+// MaxRingSize) and resolves and checks isc_{tx,rx}qsizes[j]: derived from
+// the descriptor size when the driver left it 0, never smaller than the
+// descriptors need, never above MaxRingBytes.
 func ringBytes(bytes *int, descSize, ndesc int, dir string, j int) error {
-	if !isPow2(ndesc) {
-		return cfgErr(fmt.Sprintf("N%sd[%d]", dir, j), ndesc, "must be a power of two")
+	if !isPow2(ndesc) || ndesc > MaxRingSize {
+		return cfgErr(fmt.Sprintf("N%sd[%d]", dir, j), ndesc, fmt.Sprintf("must be a power of two up to %d", MaxRingSize))
 	}
-	if descSize < 0 {
-		return cfgErr(fmt.Sprintf("%sdSize[%d]", dir, j), descSize, "must not be negative")
+	if descSize < 0 || descSize > MaxRingBytes/ndesc {
+		return cfgErr(fmt.Sprintf("%sdSize[%d]", dir, j), descSize,
+			fmt.Sprintf("must be 0..%d (%d descriptors in at most %d bytes)", MaxRingBytes/ndesc, ndesc, MaxRingBytes))
 	}
 	if *bytes == 0 && descSize > 0 {
 		*bytes = descSize * ndesc
 	}
 	switch {
-	case *bytes <= 0:
-		return cfgErr(fmt.Sprintf("%sQSizes[%d]", dir, j), *bytes, fmt.Sprintf("must be positive (or set %sdSize[%d] and iflib derives it)", dir, j))
-	case descSize > 0 && *bytes < descSize*ndesc:
+	case *bytes <= 0 || *bytes > MaxRingBytes:
+		return cfgErr(fmt.Sprintf("%sQSizes[%d]", dir, j), *bytes,
+			fmt.Sprintf("must be 1..%d (or set %sdSize[%d] and iflib derives it)", MaxRingBytes, dir, j))
+	case *bytes < descSize*ndesc:
 		return cfgErr(fmt.Sprintf("%sQSizes[%d]", dir, j), *bytes,
 			fmt.Sprintf("ring memory too small for %d descriptors of %d bytes (%d needed)", ndesc, descSize, descSize*ndesc))
 	}
 	return nil
 }
 
-// rxBufSizeFor is iflib_get_mbuf_size_for: MCLBYTES if the frame fits,
-// else MJUMPAGESIZE (larger frames span several buffers).
-func rxBufSizeFor(frame int) int {
-	if frame <= MCLBytes {
+// rxBufSizeFor is iflib_get_mbuf_size_for: MCLBYTES if the size fits,
+// else MJUMPAGESIZE (larger frames span several buffers). FreeBSD never
+// uses the 9 KB and 16 KB cluster zones for its free lists.
+func rxBufSizeFor(size int) int {
+	if size <= MCLBytes {
 		return MCLBytes
 	}
 	return MJumPageSize
-}
-
-// rxClusterSize rounds a buffer size up to the standard cluster size that
-// holds it (m_getzone): MCLBYTES, MJUMPAGESIZE, MJUM9BYTES, MJUM16BYTES.
-func rxClusterSize(n int) int {
-	for _, c := range []int{MCLBytes, MJumPageSize, MJum9Bytes} {
-		if n <= c {
-			return c
-		}
-	}
-	return MJum16Bytes
 }

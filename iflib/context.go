@@ -33,15 +33,20 @@ type Attachment struct {
 	// func(int) bool { return out.TxBacklog(0) < limit }. It runs on the
 	// RX task and must be cheap.
 	InputReady func(qid int) bool
-	// TxQueueSelect is ift_txq_select (optional): return the TX queue of a
-	// packet; an out-of-range answer means queue 0. It runs in the sender's
-	// Transmit call and must not call lifecycle methods.
+	// TxQueueSelect is ift_txq_select (optional, mpring mode): return the
+	// TX queue of a packet; an out-of-range answer means queue 0. It runs
+	// in the sender's Transmit call, before the sender enters the queue (so
+	// a slow selector never holds up Stop), and must not call lifecycle
+	// methods. simple and drbr modes do not ask it
+	// (iflib_simple_select_queue).
 	TxQueueSelect func(m *Packet) int
 	// RxFilter is the early-drop hook (pfil_mem_in on the raw cluster,
-	// PFIL_HOOKED_IN): it sees each received frame before a packet is
-	// built and returns true to drop it. A dropped frame's cluster stays
-	// mapped in its slot and is reposted without a reload. It runs on the
-	// RX task and must not keep the slice.
+	// PFIL_HOOKED_IN): it sees each received frame, whole, before a packet
+	// is built, and returns true to drop it. A frame in one buffer is passed
+	// in place; a frame that spans several buffers is copied into one
+	// slice first (FreeBSD hands pfil only one cluster per call). A dropped
+	// frame's clusters stay mapped in their slots and are reposted without
+	// a reload. It runs on the RX task and must not keep the slice.
 	RxFilter func(qid int, frame []byte) bool
 	// CPUs is the placement registry (nil: cpumap.DefaultAllocator, shared by
 	// every context of the process, like FreeBSD's cpu_offsets).
@@ -53,10 +58,11 @@ type Attachment struct {
 type ctxState int32
 
 const (
-	stateAttached  ctxState = iota + 1 // registered, not running (also: stopped)
-	stateRunning                       // Init done, tasks running
-	stateDetaching                     // Detach has begun (IFC_IN_DETACH)
-	stateDetached                      // Detach finished
+	stateRegistering ctxState = iota // Register has not returned (the zero value)
+	stateAttached                    // registered, not running (also: stopped)
+	stateRunning                     // Init done, tasks running
+	stateDetaching                   // Detach has begun (IFC_IN_DETACH)
+	stateDetached                    // Detach finished
 )
 
 // Context is struct iflib_ctx: one attached device.
@@ -65,9 +71,14 @@ const (
 // Detach (detaching → detached). Every method may be called from any
 // goroutine at any time; what each does in each state:
 //
-//   - Init: attached → running; running: nil; after Detach began: ErrDetached.
+//   - During Register (from an IFDI method): Init ErrRegistering, Stop nil,
+//     Detach ErrDeferred (Register fails with ErrDetached).
+//   - Init: attached → running; running: nil; after Detach began:
+//     ErrDetached; ErrBusy while a transmit from before the last Stop still
+//     holds a TX queue after StopTimeout.
 //   - Stop: running → attached, bounded in time (Config.StopTimeout);
-//     attached: nil; after Detach began: ErrDetached.
+//     attached: nil; after Detach began: ErrDetached. A TX queue a sender
+//     still holds is torn down when the sender leaves.
 //   - Detach: stops if running, then frees everything and calls
 //     IFDI_DETACH; a second Detach (concurrent or later) gets ErrDetached.
 //     It returns a *LeakError when packets are still out of iflib's zones
@@ -86,21 +97,22 @@ const (
 //
 // The lifecycle methods serialize on mu (CTX_LOCK). Transmit and the
 // queue tasks run concurrently with each other and are fenced off by
-// running and inflight during Stop.
+// running and each TX queue's admission word during Stop (hold.go).
 type Context struct {
 	mu        sync.Mutex    // CTX_LOCK: lifecycle
 	lockOwner atomic.Uint64 // goroutine id of mu's holder (0: none)
 	state     atomic.Int32  // ctxState; written with mu held
 
-	name   string // <driver><unit>
-	dev    Device
-	shared SharedCtx
-	sc     SoftcCtx
-	cfg    Config
-	txrx   TxRx
-	bus    *busdma.Device
-	space  busdma.Space
-	input  func(qid int, pkts []*Packet)
+	name      string // <driver><unit>
+	expvarKey string // the key under expvar "iflib" (set by Register)
+	dev       Device
+	shared    SharedCtx
+	sc        SoftcCtx
+	cfg       Config
+	txrx      TxRx
+	bus       *busdma.Device
+	space     busdma.Space
+	input     func(qid int, pkts []*Packet)
 	// inputReady is Attachment.InputReady.
 	inputReady func(qid int) bool
 
@@ -116,7 +128,20 @@ type Context struct {
 	running  atomic.Bool  // IFF_DRV_RUNNING
 	link     atomic.Int32 // ifc_link_state
 	baudrate atomic.Uint64
-	inflight atomic.Int64 // Transmit calls in progress
+	// pauseFrames is isc_pause_frames: set by the driver (ReportPauseFrames),
+	// read and cleared by the timer each period.
+	pauseFrames atomic.Uint64
+	// teardowns are the TX queue teardowns Stop owes (see hold.go).
+	teardowns teardownSet
+	// regDetach is a Detach called from an IFDI method during Register
+	// (the registering goroutine only).
+	regDetach bool
+	// noQueueDrops count packets Transmit refused before the context had
+	// queues (from an IFDI method during Register): [0] oqdrops, [1] oerrors.
+	noQueueDrops [2]atomic.Uint64
+	// timerMu fences IFDI_TIMER off from the admin task's IFDI calls, as
+	// _task_fn_admin stops the ift_timer callouts around them.
+	timerMu sync.Mutex
 
 	// The queue tables are written by Register only; they stay (with their
 	// final counters) after Detach, so readers never race with teardown.
@@ -128,7 +153,7 @@ type Context struct {
 	placement *placement
 	tasks     sync.WaitGroup
 	stopCh    chan struct{} // closed by Stop: the tasks and the timer end
-	sysctl    *Node
+	sysctl    atomic.Pointer[Node]
 
 	qIntr QueueIntrEnabler // nil: whole-device IntrEnable
 }
@@ -138,9 +163,23 @@ type Context struct {
 // create the tags, allocate the descriptor rings and software state of
 // every queue, hand the rings to the driver, IFDI_TXQ_SETUP/IFDI_RXQ_SETUP
 // (iflib_qset_structures_setup) and AttachPost. Every parameter problem is
-// a *ConfigError. On any error, everything done so far is undone in
-// reverse order (iflib structures, IFDI_DETACH, IFDI_QUEUES_FREE), and
-// nothing stays allocated or loaded.
+// a *ConfigError (errors.Is ErrConfig) naming the field; the other errors
+// are an IFDI method's error (wrapped), ErrDetached (the driver called
+// Detach from one of those methods), and a busdma error when the address
+// space cannot provide the memory (busdma.ErrNoMem and its kin, wrapped).
+// On any error, everything done so far is undone in reverse order (iflib
+// structures, IFDI_DETACH, IFDI_QUEUES_FREE), and nothing stays allocated
+// or loaded.
+//
+// Two live contexts may share a name <DriverName><Unit> (test rigs build
+// several machines in one process); each gets its own expvar key
+// (ExpvarKey), so neither hides the other's counters.
+//
+// Register holds the context lock (CTX_LOCK) while it calls the IFDI
+// methods, as FreeBSD does, so that a method may call back: Init returns
+// ErrRegistering, Stop nil (nothing runs), Detach ErrDeferred (Register
+// then fails with ErrDetached), and the counters and the sysctl tree
+// answer with what exists so far.
 func Register(a Attachment) (*Context, error) {
 	if a.Driver == nil {
 		return nil, cfgErr("Driver", nil, "nil")
@@ -150,6 +189,9 @@ func Register(a Attachment) (*Context, error) {
 	}
 	if a.Shared == nil {
 		return nil, cfgErr("SharedCtx", nil, "nil")
+	}
+	if a.Config.Unit < 0 {
+		return nil, cfgErr("Unit", a.Config.Unit, "must not be negative")
 	}
 	c := &Context{
 		dev:        a.Driver,
@@ -165,21 +207,32 @@ func Register(a Attachment) (*Context, error) {
 		name:       fmt.Sprintf("%s%d", a.Shared.DriverName, a.Config.Unit),
 		detached:   make(chan struct{}),
 	}
+	c.link.Store(int32(LinkStateDown))
 	if err := resolveShared(&c.shared); err != nil {
 		return nil, err
 	}
 	if err := resetQValues(&c.shared, &c.cfg, &c.sc); err != nil {
 		return nil, err
 	}
+	c.lock()
+	defer c.unlock()
 	var undo []func()
 	fail := func(err error) (*Context, error) {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
+		c.state.Store(int32(stateDetached))
+		close(c.detached)
 		return nil, err
 	}
+	// detached is the check after each IFDI method: the method called
+	// Detach.
+	detached := func() bool { return c.regDetach }
+	errDetached := func(method string) error {
+		return fmt.Errorf("iflib: %s: Detach called from %s during Register: %w", c.name, method, ErrDetached)
+	}
 	if err := c.dev.AttachPre(c, &c.sc); err != nil {
-		return nil, fmt.Errorf("iflib: %s: IFDI_ATTACH_PRE: %w", c.name, err)
+		return fail(fmt.Errorf("iflib: %s: IFDI_ATTACH_PRE: %w", c.name, err))
 	}
 	// iflib_device_register's failure path: IFDI_DETACH, then
 	// IFDI_QUEUES_FREE (if queues were handed out).
@@ -190,6 +243,9 @@ func Register(a Attachment) (*Context, error) {
 			qf.QueuesFree(c)
 		}
 	})
+	if detached() {
+		return fail(errDetached("IFDI_ATTACH_PRE"))
+	}
 	if err := validateSoftc(&c.shared, &c.cfg, &c.sc); err != nil {
 		return fail(err)
 	}
@@ -211,18 +267,30 @@ func Register(a Attachment) (*Context, error) {
 	if err := c.dev.TxQueuesAlloc(c.txRings, c.shared.NTxQs, c.sc.NTxQSets); err != nil {
 		return fail(fmt.Errorf("iflib: %s: IFDI_TX_QUEUES_ALLOC: %w", c.name, err))
 	}
+	if detached() {
+		return fail(errDetached("IFDI_TX_QUEUES_ALLOC"))
+	}
 	if err := c.dev.RxQueuesAlloc(c.rxRings, c.shared.NRxQs, c.sc.NRxQSets); err != nil {
 		return fail(fmt.Errorf("iflib: %s: IFDI_RX_QUEUES_ALLOC: %w", c.name, err))
+	}
+	if detached() {
+		return fail(errDetached("IFDI_RX_QUEUES_ALLOC"))
 	}
 	if qs, ok := c.dev.(QueueSetupper); ok {
 		for i := range c.txqs {
 			if err := qs.TxqSetup(c, i); err != nil {
 				return fail(fmt.Errorf("iflib: %s: IFDI_TXQ_SETUP: %w", c.name, err))
 			}
+			if detached() {
+				return fail(errDetached("IFDI_TXQ_SETUP"))
+			}
 		}
 		for i := range c.rxqs {
 			if err := qs.RxqSetup(c, i); err != nil {
 				return fail(fmt.Errorf("iflib: %s: IFDI_RXQ_SETUP: %w", c.name, err))
+			}
+			if detached() {
+				return fail(errDetached("IFDI_RXQ_SETUP"))
 			}
 		}
 	}
@@ -238,15 +306,17 @@ func Register(a Attachment) (*Context, error) {
 	for i, q := range c.rxqs {
 		q.cpu = pl.rxCPU(i)
 	}
+	c.sysctl.Store(c.buildSysctl())
 	if ap, ok := c.dev.(AttachPoster); ok {
 		if err := ap.AttachPost(c); err != nil {
 			return fail(fmt.Errorf("iflib: %s: IFDI_ATTACH_POST: %w", c.name, err))
 		}
+		if detached() {
+			return fail(errDetached("IFDI_ATTACH_POST"))
+		}
 	}
-	c.link.Store(int32(LinkStateDown))
 	c.state.Store(int32(stateAttached))
 	c.startAdmin()
-	c.sysctl = c.buildSysctl()
 	publishExpvar(c)
 	return c, nil
 }
@@ -353,9 +423,11 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 		ctx: c, id: id, size: size, mask: size - 1, pad: c.sc.TxPad, ring: ring,
 		maps: make([]*busdma.Map, size), sdM: make([]*Packet, size), sdFl: make([]uint8, size),
 		segs: make([]busdma.Segment, 0, MaxTxSegs), bufs: make([][]byte, 0, MaxTxSegs),
+		sdN:  make([]int32, size),
 		wake: make(chan struct{}, 1), sentinel: new(Packet), path: pathFor(c.cfg.TxMode),
 		st: newCounters[txCounter](int(numTxCounters)),
 	}
+	q.hold.Store(holdClosed) // opened by Init
 	var err error
 	q.tag, err = busdma.NewTag(c.bus.Tag(), busdma.TagConfig{
 		Alignment: 1, LowAddr: low, HighAddr: busdma.MaxAddr,

@@ -58,7 +58,10 @@
 //     returns [ErrDetached].
 //   - Stop is bounded in time: it never waits for the device, wakes senders
 //     blocked in drbr mode, and counts what it discards (stop_discards,
-//     rx_stop_discards). After Detach has begun it returns ErrDetached.
+//     rx_stop_discards). It never frees a TX queue a sender still uses: a
+//     sender stuck in a driver method past Config.StopTimeout keeps its
+//     queue, which is torn down when it leaves (Init then waits for it, or
+//     returns [ErrBusy]). After Detach has begun it returns ErrDetached.
 //   - Detach stops a running context first; a second Detach returns
 //     ErrDetached. It returns a [LeakError] when the stack still holds
 //     received packets or a map is still loaded.
@@ -66,6 +69,11 @@
 //     callback, RxFilter, TxRx and IFDI methods) are handed to the admin
 //     task and return [ErrDeferred]; [Context.Detached] tells when a
 //     deferred Detach is done.
+//   - From an IFDI method during Register (AttachPre, the queue setups,
+//     AttachPost), which runs with the context lock held: Init returns
+//     [ErrRegistering], Stop nil, Detach ErrDeferred (Register then fails
+//     with ErrDetached), and the counters and the sysctl tree answer with
+//     what exists so far.
 //   - After Stop, Transmit fails with [ErrNotRunning]; after Detach too.
 //     Counter, the queue stats and the sysctl tree keep their final values.
 //

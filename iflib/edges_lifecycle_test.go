@@ -357,8 +357,12 @@ func TestDetachReportsPacketsHeldByStack(t *testing.T) {
 	require.True(t, errors.As(err, &le))
 	require.Len(t, le.Zones, 1)
 	require.Equal(t, 5, le.Zones[0].Outstanding)
+	require.NotZero(t, f.space.Allocated(), "the zone keeps its memory while the stack holds packets")
 	for _, p := range held {
 		p.Free() // the packets stay valid: their zone kept its memory
 	}
+	// Issue 20 (the fuzzer's first finding): once the last packet is back,
+	// the orphaned zone returns its memory to the space.
+	require.Zero(t, f.space.Allocated(), "the detached zone kept its memory after every packet came back")
 	require.NoError(t, f.bus.Close())
 }

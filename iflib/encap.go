@@ -46,7 +46,7 @@ func (q *txq) encap(mp **Packet) error {
 	// unmap undoes a load that will not reach the ring.
 	unmap := func() {
 		_ = dmap.Unload()
-		q.sdM[pidx], q.sdFl[pidx] = nil, 0
+		q.sdM[pidx], q.sdFl[pidx], q.sdN[pidx] = nil, 0, 0
 	}
 
 	if ctx.shared.Flags&FlagNeedEtherPad != 0 && m.Hdr.Len < ctx.sc.MinFrameSize {
@@ -159,17 +159,38 @@ func (q *txq) encap(mp **Packet) error {
 			ndesc += q.size
 			q.gen = true
 		}
+		q.sdN[pidx] = int32(ndesc)
 		q.inUse += ndesc
 		q.dbPending += ndesc
 		q.pidx = pi.NewPIdx & q.mask
 		q.npending += pi.NDescs
-		q.st.inc(txOPackets, 1)
-		q.st.inc(txOBytes, uint64(pi.Len))
+		if opk, obytes := txCounts(pi, tso); opk == 1 {
+			q.st.inc(txOPackets, 1)
+			q.st.inc(txOBytes, uint64(pi.Len))
+		} else {
+			q.st.inc(txOPackets, uint64(opk))
+			q.st.inc(txOBytes, uint64(obytes))
+		}
 		if pi.MFlags&MMcast != 0 {
 			q.st.inc(txOMcasts, 1)
 		}
 		return nil
 	}
+}
+
+// txCounts is iflib_encap's accounting of a packet it put on the ring:
+// one packet of ipi_len bytes, except a TSO packet (loaded on the TSO map,
+// IFLIB_TSO), which counts as the segments the device cuts it into, each
+// with a copy of the headers: nsegs = ceil((ipi_len - hlen) / tso_segsz),
+// bytes = ipi_len - hlen + nsegs × hlen.
+func txCounts(pi *PktInfo, tso bool) (pkts, bytes int) {
+	hlen := int(pi.EHdrLen) + int(pi.IPHLen) + int(pi.TCPHLen)
+	if !tso || pi.TSOSegSize == 0 || pi.Len <= hlen {
+		return 1, pi.Len
+	}
+	tsolen := pi.Len - hlen
+	n := (tsolen + int(pi.TSOSegSize) - 1) / int(pi.TSOSegSize)
+	return n, tsolen + n*hlen
 }
 
 // remapChain is the EFBIG step of iflib_encap: m_collapse the first time
@@ -311,10 +332,6 @@ const (
 	ipProtoUDP    = 17
 )
 
-// errParse is ENXIO from iflib_parse_header (TSO on a non-TCP packet) or
-// a header too short to parse.
-var errParse = errors.New("iflib: cannot parse packet headers for offload (ENXIO)")
-
 // parseHeader is iflib_parse_header for the fields a descriptor needs:
 // Ethernet/VLAN, IPv4 or IPv6 (no extension headers), TCP or UDP. The
 // headers must lie in the first buffer; a shorter first buffer is pulled up
@@ -330,13 +347,13 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 	}
 	b := m.Bytes()
 	if len(b) < 14 {
-		return errParse
+		return ErrBadHeader
 	}
 	etype := binary.BigEndian.Uint16(b[12:14])
 	ehdr := 14
 	if etype == etherTypeVLAN {
 		if len(b) < 18 {
-			return errParse
+			return ErrBadHeader
 		}
 		etype = binary.BigEndian.Uint16(b[16:18])
 		ehdr = 18
@@ -345,24 +362,24 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 	switch etype {
 	case etherTypeIPv4:
 		if len(b) < ehdr+20 {
-			return errParse
+			return ErrBadHeader
 		}
 		ip := b[ehdr:]
 		hl := int(ip[0]&0x0f) << 2
 		if hl < 20 || len(ip) < hl {
-			return errParse
+			return ErrBadHeader
 		}
 		pi.IPHLen, pi.IPProto, pi.IPTos = uint8(hl), ip[9], ip[1]
 		pi.Flags |= IPITxIPv4
 		if pi.CsumFlags&CsumIP6TSO != 0 {
-			return errParse // IPv6 TSO asked for an IPv4 packet
+			return ErrBadHeader // IPv6 TSO asked for an IPv4 packet
 		}
 		if err := parseL4(pi, ip[hl:]); err != nil {
 			return err
 		}
 		if pi.CsumFlags&CsumIPTSO != 0 {
 			if pi.IPProto != ipProtoTCP || pi.TCPHLen < 20 || m.Hdr.TSOSegSize == 0 {
-				return errParse
+				return ErrBadHeader
 			}
 			// TSO always needs checksum offload; the device fills in each
 			// segment's TCP checksum from the pseudo-header sum (without
@@ -380,21 +397,21 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 		}
 	case etherTypeIPv6:
 		if len(b) < ehdr+40 {
-			return errParse
+			return ErrBadHeader
 		}
 		ip := b[ehdr:]
 		pi.IPHLen, pi.IPProto = 40, ip[6]
 		pi.IPTos = uint8(binary.BigEndian.Uint16(ip[0:2]) >> 4)
 		pi.Flags |= IPITxIPv6
 		if pi.CsumFlags&CsumIPTSO != 0 {
-			return errParse // IPv4 TSO asked for an IPv6 packet
+			return ErrBadHeader // IPv4 TSO asked for an IPv6 packet
 		}
 		if err := parseL4(pi, ip[40:]); err != nil {
 			return err
 		}
 		if pi.CsumFlags&CsumIP6TSO != 0 {
 			if pi.IPProto != ipProtoTCP || pi.TCPHLen < 20 || m.Hdr.TSOSegSize == 0 {
-				return errParse
+				return ErrBadHeader
 			}
 			pi.CsumFlags |= CsumIP6TCP
 			pi.TSOSegSize = m.Hdr.TSOSegSize
@@ -432,7 +449,7 @@ func parseL4(pi *PktInfo, l4 []byte) error {
 	}
 	if len(l4) < 20 {
 		if pi.CsumFlags&(CsumIPTCP|CsumIP6TCP|CsumTSO) != 0 {
-			return errParse
+			return ErrBadHeader
 		}
 		return nil
 	}

@@ -59,12 +59,35 @@ var (
 	// ErrDetached is any call on a context whose Detach has begun
 	// (IFC_IN_DETACH). It matches ErrState with errors.Is.
 	ErrDetached = fmt.Errorf("%w: context detached", ErrState)
+	// ErrRegistering is Init called from an IFDI method during Register:
+	// the context cannot run before Register returns. It matches ErrState
+	// with errors.Is.
+	ErrRegistering = fmt.Errorf("%w: Register has not returned", ErrState)
+	// ErrBusy is Init finding that a transmit from before the last Stop
+	// still holds a TX queue after Config.StopTimeout (a driver method or
+	// callback that blocks against its contract): the queue cannot be
+	// reused until it leaves. Nothing was changed; Init may be called
+	// again. It matches ErrState with errors.Is.
+	ErrBusy = fmt.Errorf("%w: a transmit still holds a TX queue (EBUSY)", ErrState)
 	// ErrDeferred is returned by Stop or Detach called from one of the
 	// context's own goroutines (the input callback, RxFilter, a TxRx or
 	// IFDI method): they cannot wait for themselves, so the request was
 	// handed to the admin task, which carries it out as soon as the caller
 	// returns. Context.Detached is closed when a deferred Detach finishes.
-	ErrDeferred = errors.New("iflib: lifecycle call from the context's own goroutine handed to the admin task")
+	// Detach also returns it when a transmit still holds a TX queue after
+	// StopTimeout (the admin task finishes when it leaves), and Detach
+	// from an IFDI method during Register (Register then fails).
+	ErrDeferred = errors.New("iflib: lifecycle call handed to the admin task")
+	// ErrZoneClosed is Zone.Get, Zone.GetWait or ZoneCache.Get on a zone
+	// that Close released (its memory is back in the address space); a
+	// GetWait blocked when the zone closes returns it too.
+	ErrZoneClosed = errors.New("iflib: zone closed")
+	// ErrBadHeader is ENXIO from iflib_parse_header: a packet that asks for
+	// a checksum offload, TSO or a VLAN tag whose headers iflib cannot
+	// parse (too short, TSO on a packet that is not TCP of the IP version
+	// asked, a TCP header under 20 bytes, TSO with a zero segment size).
+	// The packet was freed and counted in oerrors.
+	ErrBadHeader = errors.New("iflib: cannot parse packet headers for offload (ENXIO)")
 	// ErrBadDriverIndex is a TxdEncap that reported an impossible new
 	// producer index (outside the ring, or more descriptors than nsegs plus
 	// the pad). The packet was freed and counted in oerrors.
@@ -95,7 +118,9 @@ func errBadQueue(qid, n int) error {
 // LeakError reports what a teardown found still in use: packets held
 // outside their zone (by the stack, or lost) and DMA maps still loaded.
 // It matches ErrLeak with errors.Is. The memory of a zone with packets
-// out is not returned to its space, so that those packets stay valid.
+// out is not returned to its space while they are out, so that those
+// packets stay valid; an RX zone that Detach left returns it when the last
+// packet comes back.
 type LeakError struct {
 	Zones []ZoneLeak // zones with packets out
 	Maps  int        // iflib's DMA maps still loaded
@@ -129,6 +154,7 @@ type ConfigError struct {
 	Field  string // the if_shared_ctx / if_softc_ctx / Config field, Go-named
 	Value  any
 	Reason string
+	Err    error // the cause from another package, if any (errors.Unwrap)
 }
 
 // ErrConfig is matched by every *ConfigError.
@@ -140,6 +166,10 @@ func (e *ConfigError) Error() string {
 
 // Is makes errors.Is(err, ErrConfig) true.
 func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// Unwrap returns the cause from another package (cpumap's ErrCoreOffset,
+// a busdma tag error), if any.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func cfgErr(field string, v any, reason string) error {
 	return &ConfigError{Field: field, Value: v, Reason: reason}

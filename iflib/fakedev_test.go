@@ -65,6 +65,7 @@ type fakeNIC struct {
 	noRxIntr  bool // the device receives but raises no interrupt
 	initCalls int
 	stopCalls int
+	softc     func(*iflib.SoftcCtx) // applied at the end of AttachPre
 }
 
 type fakeTxd struct {
@@ -89,6 +90,15 @@ type fakeOpts struct {
 	etherPad         bool // IFLIB_NEED_ETHER_PAD with a 60-byte minimum
 	noChecker        bool // benchmarks: no busdma checker
 	dmaWidth         int  // isc_dma_width (0: 64 bits)
+	name             string
+	// wrap, when set, gives the Device to register in place of the fake
+	// (a wrapper that delegates to it and adds IFDI methods).
+	wrap func(f *fakeNIC) iflib.Device
+	// shared and softc change the shared context before Register and the
+	// softc context at the end of AttachPre.
+	shared   func(*iflib.SharedCtx)
+	softc    func(*iflib.SoftcCtx)
+	selector func(*iflib.Packet) int // Attachment.TxQueueSelect
 }
 
 func newFake(t testing.TB, o fakeOpts) *fakeNIC {
@@ -126,12 +136,15 @@ func tryFake(t testing.TB, o fakeOpts) (*fakeNIC, error) {
 	require.NoError(t, err)
 	f := &fakeNIC{t: t, space: space, bus: bus, chk: chk, ntxd: o.ntxd, nrxd: o.nrxd, segs: o.segs, width: o.dmaWidth, rxBuf: o.rxBuf,
 		txd: make([]fakeTxd, o.ntxd), rxSlot: make([]uint16, o.nrxd), rxAddr: make([]busdma.BusAddr, o.nrxd),
-		rxDone: make([]fakeRxd, o.nrxd)}
+		rxDone: make([]fakeRxd, o.nrxd), softc: o.softc}
 	if o.cfg.TimerInterval == 0 {
 		o.cfg.TimerInterval = 5 * time.Millisecond
 	}
+	if o.name == "" {
+		o.name = "fake"
+	}
 	sh := &iflib.SharedCtx{
-		DriverName: "fake", TxMaxSize: 65535, TxMaxSegSize: 4096,
+		DriverName: o.name, TxMaxSize: 65535, TxMaxSegSize: 4096,
 		RxMaxSize: o.rxBuf, RxMaxSegSize: o.rxBuf, RxNSegments: 1, NTxQs: 1, NRxQs: 1,
 	}
 	if o.etherPad {
@@ -139,7 +152,15 @@ func tryFake(t testing.TB, o fakeOpts) (*fakeNIC, error) {
 	}
 	sh.NTxdMin[0], sh.NTxdMax[0], sh.NTxdDefault[0] = 64, 4096, o.ntxd
 	sh.NRxdMin[0], sh.NRxdMax[0], sh.NRxdDefault[0] = 64, 4096, o.nrxd
-	ctx, err := iflib.Register(iflib.Attachment{Driver: f, Shared: sh, Bus: bus, Config: o.cfg, Input: o.input, RxFilter: o.filter, InputReady: o.inputReady})
+	if o.shared != nil {
+		o.shared(sh)
+	}
+	var dev iflib.Device = f
+	if o.wrap != nil {
+		dev = o.wrap(f)
+	}
+	ctx, err := iflib.Register(iflib.Attachment{Driver: dev, Shared: sh, Bus: bus, Config: o.cfg, Input: o.input, RxFilter: o.filter, InputReady: o.inputReady,
+		TxQueueSelect: o.selector})
 	if err != nil {
 		require.NoError(t, bus.Close())
 		return nil, err
@@ -176,6 +197,9 @@ func (f *fakeNIC) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.MinFrameSize = 60
 	sc.DMAWidth = f.width
 	sc.TxRx = f
+	if f.softc != nil {
+		f.softc(sc)
+	}
 	return nil
 }
 func (f *fakeNIC) TxQueuesAlloc([]iflib.RingMem, int, int) error { return nil }

@@ -1,6 +1,7 @@
 package iflib
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync/atomic"
@@ -83,6 +84,10 @@ func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low 
 			fmt.Sprintf("RX clusters cannot be loaded in one segment on %s: %v", c.space.Name(), err))
 	}
 	fl.zone, err = NewZone(c.space, fmt.Sprintf("%s.rxq%d.fl%d", c.name, q.id, id), bufSize, zoneSize)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return nil, cfgErr("RxZoneSize", zoneSize, ce.Reason)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package iflib
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/goiflib/goiflib/cpumap"
@@ -51,6 +52,9 @@ func placeQueues(c *Context) (*placement, error) {
 			UseLogicalCores: c.cfg.UseLogicalCores,
 		},
 	})
+	if errors.Is(err, cpumap.ErrCoreOffset) {
+		return nil, &ConfigError{Field: "CoreOffset", Value: c.cfg.CoreOffset, Reason: "no such CPU", Err: err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("iflib: %s: queue placement: %w", c.name, err)
 	}

@@ -45,8 +45,10 @@ type rxq struct {
 	ri    RxdInfo
 	batch []*Packet
 	one   [1]*Packet
-	wake  chan struct{}
-	wdog  *time.Timer // ifr_watchdog
+	// filterBuf holds a frame of several buffers for RxFilter.
+	filterBuf []byte
+	wake      chan struct{}
+	wdog      *time.Timer // ifr_watchdog
 	// emptyRuns counts consecutive rxeof passes whose refill failed: the
 	// RX watchdog backs off exponentially from 1 ms (FreeBSD: one tick) so
 	// that a refill that keeps failing does not spin.
@@ -75,9 +77,23 @@ func (c *Context) newRxq(id int, rings []RingMem, low busdma.BusAddr) (*rxq, err
 	return q, nil
 }
 
+// RxBufSize is ifl_buf_size of free list flid: the size of the buffers
+// iflib posts to it (iflib_get_rx_mbuf_sz for a driver that sets no
+// isc_rxd_buf_size): MCLBYTES or MJUMPAGESIZE, chosen at Register from
+// SoftcCtx.RxdBufSize or MaxFrameSize. A driver programs its device's
+// receive buffer size with it (em: RCTL.BSIZE from the mbuf size) in
+// IFDI_INIT; the device must never write more than this into one buffer.
+// It is 0 for a free list that does not exist.
+func (c *Context) RxBufSize(flid int) int {
+	if flid < 0 || flid >= max(c.shared.NFL, 1) || flid >= MaxQueuesPerSet {
+		return 0
+	}
+	return c.rxBufSize(flid)
+}
+
 // rxBufSize is the cluster size of free list j: isc_rxd_buf_size, else
-// from isc_max_frame_size (iflib_calc_rx_mbuf_sz), rounded up to a
-// standard cluster size (resolved and checked at Register).
+// from isc_max_frame_size (iflib_calc_rx_mbuf_sz), pulled up to MCLBYTES
+// or MJUMPAGESIZE (resolved and checked at Register).
 func (c *Context) rxBufSize(j int) int {
 	if b := c.sc.RxdBufSize[j]; b != 0 {
 		return b
@@ -124,7 +140,7 @@ func (q *rxq) free() *LeakError {
 	for _, fl := range q.fls {
 		fl.bufsFree()
 		leak.Maps += fl.destroy()
-		if err := fl.zone.Close(); err != nil {
+		if err := fl.zone.closeWhenIdle(); err != nil {
 			var le *LeakError
 			if errors.As(err, &le) {
 				leak.Zones = append(leak.Zones, le.Zones...)
@@ -314,12 +330,8 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 	} else {
 		consumed, filtered := false, false
 		if c.rxFilter != nil && f0.Len != 0 {
-			// pfil_mem_in on the first buffer before anything is unloaded.
-			s := fl.sdCl[f0.Idx]
-			if fl.syncBufs {
-				fl.sdMap[f0.Idx].Sync(busdma.PostRead)
-			}
-			if c.rxFilter(q.id, s.cl[ri.Pad:ri.Pad+int(f0.Len)]) {
+			// pfil_mem_in on the whole frame before anything is unloaded.
+			if c.rxFilter(q.id, q.filterFrame(ri)) {
 				q.st.inc(rxFiltered, 1)
 				consumed, filtered = true, true
 			}
@@ -368,6 +380,43 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 		RxQueue:   uint16(q.id),
 	}
 	return m
+}
+
+// filterFrame returns the frame ri describes as one slice for RxFilter,
+// each buffer synced POSTREAD first: the first buffer's bytes in place
+// when the frame lies in it alone, else a copy of every buffer's bytes in
+// the queue's scratch slice (grown once to the largest frame seen).
+// FreeBSD's assemble_segments calls pfil_mem_in on every fragment with the
+// whole frame's length from that fragment's cluster (docs/freebsd.md).
+func (q *rxq) filterFrame(ri *RxdInfo) []byte {
+	one := true
+	for i := 1; i < ri.NFrags; i++ {
+		if ri.Frags[i].Len != 0 {
+			one = false
+		}
+	}
+	buf := q.filterBuf[:0]
+	for i := 0; i < ri.NFrags; i++ {
+		f := ri.Frags[i]
+		if f.Len == 0 {
+			continue
+		}
+		fl := q.fls[f.FLID]
+		if fl.syncBufs {
+			fl.sdMap[f.Idx].Sync(busdma.PostRead)
+		}
+		off := 0
+		if i == 0 {
+			off = ri.Pad
+		}
+		b := fl.sdCl[f.Idx].cl[off : off+int(f.Len)]
+		if one {
+			return b
+		}
+		buf = append(buf, b...)
+	}
+	q.filterBuf = buf
+	return buf
 }
 
 // deliver hands the batch to if_input: once for the batch (D27755), or

@@ -290,6 +290,12 @@ func (c *Context) Counter(ic IfCounter) uint64 {
 		for _, q := range c.txqs {
 			t += q.st.load(src.tx)
 		}
+		switch ic {
+		case IfCounterOQDrops:
+			t += c.noQueueDrops[0].Load()
+		case IfCounterOErrors:
+			t += c.noQueueDrops[1].Load()
+		}
 	}
 	if src.hasRx {
 		for _, q := range c.rxqs {
@@ -309,13 +315,17 @@ func (c *Context) TxBacklog(qid int) int {
 		return 0
 	}
 	q := c.txqs[qid]
-	n := int(q.inUseA.Load())
+	return int(q.inUseA.Load()) + q.swBacklog()
+}
+
+// swBacklog is what q's software ring (mp_ring or buf_ring) holds.
+func (q *txq) swBacklog() int {
 	switch {
 	case q.mpr != nil:
 		st := q.mpr.State()
-		n += q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx))
+		return q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx))
 	case q.drbr != nil:
-		n += q.drbr.Pending()
+		return q.drbr.Pending()
 	}
-	return n
+	return 0
 }

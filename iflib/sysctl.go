@@ -3,6 +3,7 @@ package iflib
 import (
 	"expvar"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -70,17 +71,33 @@ func (n *Node) walk(prefix string, fn func(string, any)) {
 	}
 }
 
-// Sysctl returns the context's tree, rooted at dev.<driver>.<unit>.
-func (c *Context) Sysctl() *Node { return c.sysctl }
+// Sysctl returns the context's tree, rooted at dev.<driver>.<unit>. From
+// an IFDI method during Register, before the queues exist, it is the root
+// alone.
+func (c *Context) Sysctl() *Node {
+	if n := c.sysctl.Load(); n != nil {
+		return n
+	}
+	return &Node{Name: c.sysctlRoot()}
+}
+
+func (c *Context) sysctlRoot() string {
+	return fmt.Sprintf("dev.%s.%d", c.shared.DriverName, c.cfg.Unit)
+}
 
 // SysctlValue reads one leaf by its full name, for example
-// "dev.simnic.0.iflib.txq0.r_drops".
+// "dev.simnic.0.iflib.txq0.r_drops". It reports false for a name that is
+// not a leaf of the tree (and for every name before Register built it).
 func (c *Context) SysctlValue(name string) (any, bool) {
-	prefix := c.sysctl.Name + "."
+	root := c.sysctl.Load()
+	if root == nil {
+		return nil, false
+	}
+	prefix := root.Name + "."
 	if !strings.HasPrefix(name, prefix) {
 		return nil, false
 	}
-	n, ok := c.sysctl.Lookup(strings.TrimPrefix(name, prefix))
+	n, ok := root.Lookup(strings.TrimPrefix(name, prefix))
 	if !ok || n.get == nil {
 		return nil, false
 	}
@@ -88,7 +105,7 @@ func (c *Context) SysctlValue(name string) (any, bool) {
 }
 
 func (c *Context) buildSysctl() *Node {
-	root := &Node{Name: fmt.Sprintf("dev.%s.%d", c.shared.DriverName, c.cfg.Unit)}
+	root := &Node{Name: c.sysctlRoot()}
 	ifl := root.child("iflib", "IFLIB fields")
 	cfg := c.cfg
 	ifl.leaf("driver_version", "driver version", func() any { return c.shared.DriverVersion })
@@ -187,35 +204,60 @@ func (c *Context) buildSysctl() *Node {
 }
 
 // expvar publication: one variable "iflib" holding every registered
-// context's leaves, keyed by interface name (expvar.Publish panics on a
-// duplicate name, so contexts come and go inside one map).
+// context's leaves, keyed by ExpvarKey (expvar.Publish panics on a
+// duplicate name, so contexts come and go inside one map). Keys are unique
+// among the live contexts of a process, so no context hides another's
+// counters.
 var (
 	expvarOnce sync.Once
-	expvarCtxs sync.Map // name → *Context
+	expvarMu   sync.Mutex
+	expvarCtxs = map[string]*Context{} // guarded by expvarMu
 )
 
 func publishExpvar(c *Context) {
 	expvarOnce.Do(func() {
 		expvar.Publish("iflib", expvar.Func(func() any {
+			expvarMu.Lock()
+			ctxs := maps.Clone(expvarCtxs)
+			expvarMu.Unlock()
 			out := map[string]map[string]any{}
-			expvarCtxs.Range(func(k, v any) bool {
+			for k, c := range ctxs {
 				m := map[string]any{}
-				v.(*Context).sysctl.Walk(func(p string, val any) { m[p] = val })
-				out[k.(string)] = m
-				return true
-			})
+				c.Sysctl().Walk(func(p string, val any) { m[p] = val })
+				out[k] = m
+			}
 			return out
 		}))
 	})
-	expvarCtxs.Store(c.name, c)
+	expvarMu.Lock()
+	defer expvarMu.Unlock()
+	key := c.name
+	for k := 2; expvarCtxs[key] != nil; k++ {
+		key = fmt.Sprintf("%s#%d", c.name, k)
+	}
+	c.expvarKey = key
+	expvarCtxs[key] = c
 }
 
-func unpublishExpvar(c *Context) { expvarCtxs.CompareAndDelete(c.name, c) }
+func unpublishExpvar(c *Context) {
+	expvarMu.Lock()
+	defer expvarMu.Unlock()
+	if expvarCtxs[c.expvarKey] == c {
+		delete(expvarCtxs, c.expvarKey)
+	}
+}
+
+// ExpvarKey is the key of the context's leaves in the expvar variable
+// "iflib": its Name, or, while another live context of the same name was
+// published first (two devices of one driver and unit in one process, as
+// test rigs make), Name + "#2", "#3", … — the first free. It is "" before
+// Register returns and stays set after Detach (which unpublishes it).
+func (c *Context) ExpvarKey() string { return c.expvarKey }
 
 // SysctlLines renders the tree as "name: value" lines, sorted.
 func (c *Context) SysctlLines() []string {
 	var out []string
-	c.sysctl.Walk(func(p string, v any) { out = append(out, fmt.Sprintf("%s: %v", p, v)) })
+	c.Sysctl().Walk(func(p string, v any) { out = append(out, fmt.Sprintf("%s: %v", p, v)) })
 	sort.Strings(out)
 	return out
 }

@@ -33,17 +33,28 @@ import (
 //     its packet itself (the queue lock free), a mapping or driver encap
 //     error as in simple mode. A deferred packet's failure is counted only.
 func (c *Context) Transmit(m *Packet) error {
-	if err := c.admit(m); err != nil {
+	if err := c.screen(m, "Transmit"); err != nil {
 		return err
 	}
-	defer c.inflight.Add(-1)
 	if !c.running.Load() {
 		return c.dropTx(nil, m, ErrNotRunning)
 	}
-	if c.link.Load() != int32(LinkStateUp) {
-		return c.dropTx(nil, m, ErrLinkDown)
-	}
+	// The queue choice runs before the sender enters the queue: a slow
+	// driver selector holds nothing Stop must wait for.
 	q := c.txqs[c.selectQueue(m)]
+	if !q.enter() {
+		return c.dropTx(q, m, ErrNotRunning)
+	}
+	defer q.leave()
+	// Stop clears RUNNING before it closes the queues: a sender inside a
+	// queue re-checks, so that Stop waits only for senders that saw it
+	// running (iflib_if_transmit's IFF_DRV_RUNNING test).
+	if !c.running.Load() {
+		return c.dropTx(q, m, ErrNotRunning)
+	}
+	if c.link.Load() != int32(LinkStateUp) {
+		return c.dropTx(q, m, ErrLinkDown)
+	}
 	if err := c.checkTx(m); err != nil {
 		return c.rejectTx(q, m, err)
 	}
@@ -62,22 +73,26 @@ func (c *Context) Transmit(m *Packet) error {
 // counted as Transmit would, and err is the first such error. The entries
 // of pkts are set to nil; the slice is not kept.
 func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
-	if len(pkts) == 0 {
-		return 0, nil
-	}
 	var first error
 	note := func(err error) {
 		if first == nil {
 			first = err
 		}
 	}
-	// Validate each packet and compact the good ones to the front.
-	k := 0
-	live := c.running.Load() && c.link.Load() == int32(LinkStateUp)
-	if live {
-		c.inflight.Add(1)
-		defer c.inflight.Add(-1)
-		live = c.running.Load()
+	// Screen each packet, choose its queue, and compact the runs bound for
+	// one queue to the front of pkts, sending each run as it ends.
+	sent, k, runStart := 0, 0, 0
+	var runQ *txq
+	flush := func() {
+		if k > runStart {
+			n, err := c.sendRun(runQ, pkts[runStart:k])
+			sent += n
+			if err != nil {
+				note(err)
+			}
+			clear(pkts[runStart:k])
+		}
+		runStart = k
 	}
 	for i, m := range pkts {
 		pkts[i] = nil
@@ -85,54 +100,51 @@ func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
 			note(err)
 			continue
 		}
-		if !live {
-			down := ErrNotRunning
-			if c.running.Load() {
-				down = ErrLinkDown
-			}
-			note(c.dropTx(nil, m, down))
+		if !c.running.Load() {
+			note(c.dropTx(nil, m, ErrNotRunning))
 			continue
 		}
+		q := c.txqs[c.selectQueue(m)]
 		if err := c.checkTx(m); err != nil {
-			note(c.rejectTx(c.txqs[c.selectQueue(m)], m, err))
+			note(c.rejectTx(q, m, err))
 			continue
+		}
+		if q != runQ {
+			flush()
+			runQ = q
 		}
 		pkts[k] = m
 		k++
 	}
-	sent := 0
-	for i := 0; i < k; {
-		qi := c.selectQueue(pkts[i])
-		j := i + 1
-		for j < k && c.selectQueue(pkts[j]) == qi {
-			j++
-		}
-		q := c.txqs[qi]
-		n, err := q.path.sendBatch(q, pkts[i:j])
-		sent += n
-		if err != nil {
-			note(err)
-		}
-		clear(pkts[i:j])
-		i = j
-	}
+	flush()
 	return sent, first
 }
 
-// admit makes the checks every transmit starts with and counts the caller
-// in inflight (the caller must take itself out). Stop clears running and
-// then waits for inflight to drain: a sender counts itself in only after
-// seeing running, and the caller re-checks after, so senders that arrive
-// once Stop has begun never hold it up.
-func (c *Context) admit(m *Packet) error {
-	if err := c.screen(m, "Transmit"); err != nil {
-		return err
+// sendRun sends a run of checked packets bound for q, as Transmit does
+// from the queue's entry on.
+func (c *Context) sendRun(q *txq, run []*Packet) (int, error) {
+	var down error
+	switch {
+	case !q.enter():
+		return 0, c.dropRun(q, run, ErrNotRunning)
+	case !c.running.Load():
+		down = ErrNotRunning
+	case c.link.Load() != int32(LinkStateUp):
+		down = ErrLinkDown
 	}
-	if !c.running.Load() {
-		return c.dropTx(nil, m, ErrNotRunning)
+	defer q.leave()
+	if down != nil {
+		return 0, c.dropRun(q, run, down)
 	}
-	c.inflight.Add(1)
-	return nil
+	return q.path.sendBatch(q, run)
+}
+
+// dropRun drops every packet of run with err.
+func (c *Context) dropRun(q *txq, run []*Packet, err error) error {
+	for _, m := range run {
+		c.dropTx(q, m, err)
+	}
+	return err
 }
 
 // screen refuses what iflib cannot take ownership of: a nil packet, one no
@@ -207,19 +219,25 @@ func (c *Context) checkTx(m *Packet) error {
 }
 
 // dropTx frees and counts a packet Transmit will not send: ENETDOWN and
-// ENOBUFS as oqdrops, everything else as oerrors (iflib_if_transmit's
-// accounting). q nil means queue 0.
+// ENOBUFS as oqdrops, everything else as oerrors. q nil means queue 0;
+// before the context has queues (Transmit from an IFDI method during
+// Register) the context's own count. FreeBSD frees an ENETDOWN refusal
+// without counting it (iflib_if_transmit); goiflib counts every packet it
+// does not send (docs/freebsd.md).
 func (c *Context) dropTx(q *txq, m *Packet, err error) error {
 	if q == nil && len(c.txqs) > 0 {
 		q = c.txqs[0]
 	}
-	if q != nil {
-		switch err {
-		case ErrNotRunning, ErrLinkDown, ErrNoBufs:
-			q.st.add(txOQDrops, 1)
-		default:
-			q.st.add(txOErrors, 1)
-		}
+	drop := err == ErrNotRunning || err == ErrLinkDown || err == ErrNoBufs
+	switch {
+	case q != nil && drop:
+		q.st.add(txOQDrops, 1)
+	case q != nil:
+		q.st.add(txOErrors, 1)
+	case drop:
+		c.noQueueDrops[0].Add(1)
+	default:
+		c.noQueueDrops[1].Add(1)
 	}
 	m.Free()
 	return err
@@ -233,13 +251,15 @@ func (c *Context) txMaxLen(m *Packet) int {
 	return c.shared.TxMaxSize
 }
 
-// selectQueue is the queue choice of iflib_if_transmit: a driver selector,
-// else QIDX for hashed packets when there are several queues, else
-// unhashedQueue: queue 0 (the mp_ring path) or the last queue
-// (iflib_simple_select_queue, simple and drbr modes).
+// selectQueue is the queue choice. mpring mode (iflib_if_transmit): the
+// driver's selector (ift_txq_select; an out-of-range answer means queue
+// 0), else QIDX for a hashed packet when there are several queues, else
+// queue 0. simple and drbr modes (iflib_simple_select_queue): QIDX for a
+// hashed packet on several queues, else the last queue; the driver's
+// selector is not asked.
 func (c *Context) selectQueue(m *Packet) int {
 	n := len(c.txqs)
-	if c.txqSelect != nil {
+	if c.txqSelect != nil && c.cfg.TxMode == TxModeMPRing {
 		if q := c.txqSelect(m); q >= 0 && q < n {
 			return q
 		}
@@ -377,7 +397,13 @@ func (q *txq) simpleEncap(m *Packet) error {
 }
 
 func (simplePath) task(q *txq) {
-	q.mu.Lock()
+	// The task never waits for a sender (Stop waits for the task, and a
+	// sender may hold the lock past StopTimeout): the holder reclaims and
+	// rings before it unlocks; the task looks again shortly.
+	if !q.mu.TryLock() {
+		q.retrySoon()
+		return
+	}
 	q.completedReclaim()
 	q.dbCheck(true)
 	q.publish()
@@ -413,11 +439,15 @@ func (drbrPath) sendBatch(q *txq, ms []*Packet) (int, error) {
 }
 
 func (drbrPath) task(q *txq) {
-	_ = q.drbr.Do(func() {
+	// As in simple mode, the task never waits for a sender holding the
+	// lock.
+	if !q.drbr.TryDo(func() {
 		q.completedReclaim()
 		q.dbCheck(true)
 		q.publish()
-	})
+	}) {
+		q.retrySoon()
+	}
 	// Descriptors may have come back: restart a stalled queue. Re-run only
 	// while the quota ran out with items left; a queue stalled again waits
 	// for the next completion interrupt or timer tick instead of spinning.

@@ -3,6 +3,7 @@ package iflib
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/goiflib/goiflib/bufring"
 	"github.com/goiflib/goiflib/busdma"
@@ -57,6 +58,17 @@ type txq struct {
 	syncBufs bool
 	sdM      []*Packet // ifsd_m: the packet at its first descriptor
 	sdFl     []uint8   // the IFLIB_TSO / IFLIB_NO_TSO tag of ifsd_m
+	// sdN is the number of descriptors the packet at its first descriptor
+	// uses (ipi_new_pidx - ipi_pidx): reclaim frees a packet only once the
+	// device's credits cover its last descriptor (goiflib; see reclaim).
+	sdN []int32
+
+	// hold is the queue's admission word (hold.go): the senders inside,
+	// holdClosed and holdOwed.
+	hold atomic.Int64
+	// wd is the watchdog's view of the queue between timer periods; the
+	// timer goroutine's (Init resets it with the timer stopped).
+	wd watchdogState
 
 	mu sync.Mutex // ift_mtx in simple mode (drbr mode uses the DRBR's lock)
 
@@ -90,8 +102,9 @@ type txq struct {
 	sentinel *Packet
 	purging  atomic.Bool // IFC_QFLUSH for this queue: the drain frees everything
 
-	wake chan struct{} // GROUPTASK_ENQUEUE(&ift_task), buffered 1
-	cpu  int
+	wake  chan struct{} // GROUPTASK_ENQUEUE(&ift_task), buffered 1
+	retry *time.Timer   // the task's retry when the queue's lock was held (the task's)
+	cpu   int
 
 	st counters[txCounter]
 	// Mirrors of the consumer's state for concurrent readers (the sysctl
@@ -210,46 +223,64 @@ func (q *txq) creditsUpdate() int {
 	return credits
 }
 
-// reclaimable is iflib_txq_can_reclaim without the tick rate limit:
-// DESC_RECLAIMABLE = processed - cleaned - isc_tx_nsegments, if above the
-// threshold (force ignores the threshold, as
-// iflib_completed_tx_reclaim_force does). Reclaim always lags the hardware
-// by nsegments: drivers whose credits can end inside a packet (head
-// write-back, as ixl) rely on it. FreeBSD's reclaim_force tests
-// `reclaim != 0` and so admits a negative DESC_RECLAIMABLE, which makes
-// ift_cleaned go backwards; here a negative value is nothing.
+// reclaimable is iflib_txq_can_reclaim without the tick rate limit: it
+// updates the credits and returns the descriptors the device reported done
+// and reclaim has not yet cleaned (processed - cleaned), or 0 when
+// FreeBSD's DESC_RECLAIMABLE = processed - cleaned - isc_tx_nsegments is
+// not above the threshold (force ignores the threshold, as
+// iflib_completed_tx_reclaim_force does).
+//
+// FreeBSD reclaims DESC_RECLAIMABLE descriptors and frees each packet
+// whose first descriptor lies among them: the lag of nsegments is all that
+// keeps a packet whose credits end inside it (head write-back, as ixl)
+// mapped while the device still reads its later buffers, and a packet may
+// span more than that (a TSO packet of up to isc_tx_tso_segments_max
+// descriptors, a packet with both pad descriptors). Here reclaim frees a
+// packet only when the credits cover its last descriptor (sdN), so no lag
+// is needed for safety; the lag only decides when to reclaim, as in
+// FreeBSD. (FreeBSD's reclaim_force also admits a negative
+// DESC_RECLAIMABLE, which makes ift_cleaned go backwards.)
 func (q *txq) reclaimable(force bool) int {
 	q.creditsUpdate()
-	r := q.processed - q.cleaned - q.ctx.sc.TxNSegments
-	if !force && r <= q.ctx.cfg.TxReclaimThresh {
+	r := q.processed - q.cleaned
+	if r <= 0 || !force && r-q.ctx.sc.TxNSegments <= q.ctx.cfg.TxReclaimThresh {
 		return 0
 	}
-	return max(r, 0)
+	return r
 }
 
-// reclaim is _iflib_completed_tx_reclaim + iflib_tx_desc_free: walk n slots
-// from cidx; for each packet: POSTWRITE, unload, free.
-func (q *txq) reclaim(n int) {
+// reclaim is _iflib_completed_tx_reclaim + iflib_tx_desc_free: walk the
+// packets from cidx whose every descriptor lies within the n credited
+// ones; for each: POSTWRITE, unload, free. A packet the credits end
+// inside stays (the device may still read it). It returns the
+// descriptors cleaned.
+func (q *txq) reclaim(n int) int {
 	if n <= 0 {
-		return
+		return 0
 	}
-	cidx := q.cidx
+	cidx, done := q.cidx, 0
 	freed := uint64(0)
-	for i := 0; i < n; i++ {
+	for done < n {
+		nd := 1
 		if m := q.sdM[cidx]; m != nil {
+			if nd = int(q.sdN[cidx]); done+nd > n {
+				break
+			}
 			q.unloadSlot(cidx)
 			q.freePacket(m)
 			freed++
 		}
-		cidx = (cidx + 1) & q.mask
-		if cidx == 0 {
-			q.gen = false
+		if cidx+nd >= q.size {
+			q.gen = false // cidx wraps
 		}
+		cidx = (cidx + nd) & q.mask
+		done += nd
 	}
 	q.cidx = cidx
-	q.cleaned += n
-	q.inUse -= n
+	q.cleaned += done
+	q.inUse -= done
 	q.st.inc(txReclaimed, freed)
+	return done
 }
 
 // freePacket frees a reclaimed chain through the queue's cache for its
@@ -301,22 +332,14 @@ func (q *txq) unloadSlot(i int) {
 		mp.Sync(busdma.PostWrite)
 	}
 	_ = mp.Unload()
-	q.sdM[i], q.sdFl[i] = nil, 0
+	q.sdM[i], q.sdFl[i], q.sdN[i] = nil, 0, 0
 }
 
 // completedReclaim is iflib_completed_tx_reclaim.
-func (q *txq) completedReclaim() int {
-	n := q.reclaimable(false)
-	q.reclaim(n)
-	return n
-}
+func (q *txq) completedReclaim() int { return q.reclaim(q.reclaimable(false)) }
 
 // reclaimForce is iflib_completed_tx_reclaim_force.
-func (q *txq) reclaimForce() int {
-	n := q.reclaimable(true)
-	q.reclaim(n)
-	return n
-}
+func (q *txq) reclaimForce() int { return q.reclaim(q.reclaimable(true)) }
 
 // publish makes one pass's counts and ring state visible (one atomic per
 // moved counter and per mirror).
@@ -332,17 +355,6 @@ func (q *txq) publish() {
 	q.cleanedA.Store(uint64(q.cleaned))
 }
 
-// hwBusy reports, from the mirrors, whether descriptors were handed to the
-// device (doorbell rung) that it should have reported complete by now:
-// outstanding descriptors beyond those after the last report requested
-// (rs_pending: a device reports completion only at an RS descriptor, so
-// the tail of an idle ring is never reported), the newer watchdog's
-// "outstanding > rs_pending".
-func (q *txq) hwBusy() bool {
-	outstanding := q.inUseA.Load() - int64(q.processedA.Load()-q.cleanedA.Load())
-	return outstanding-q.dbPendingA.Load()-q.rsPendingA.Load() > 0
-}
-
 // freeAll is iflib_txsd_free after the device stopped: every packet still
 // on the ring is unloaded and freed (POSTWRITE first); those beyond the
 // device's last completion report are counted in stop_discards. The ring
@@ -355,20 +367,19 @@ func (q *txq) freeAll() {
 	// A packet counts as sent only if its last descriptor was reported (with
 	// head write-back the report can stop inside a packet).
 	done, inUse := q.processed-q.cleaned, q.getInuse()
-	for i, k := q.cidx, 0; k < inUse; i, k = (i+1)&q.mask, k+1 {
+	for i, k := q.cidx, 0; k < inUse; {
 		m := q.sdM[i]
 		if m == nil {
+			i, k = (i+1)&q.mask, k+1
 			continue
 		}
-		last := k // the packet's last descriptor: before the next packet's first
-		for j, kk := (i+1)&q.mask, k+1; kk < inUse && q.sdM[j] == nil; j, kk = (j+1)&q.mask, kk+1 {
-			last = kk
-		}
+		nd := int(q.sdN[i])
 		q.unloadSlot(i)
-		if last >= done {
+		if k+nd > done { // its last descriptor was not reported
 			q.st.inc(txStopDiscards, 1)
 		}
 		q.freePacket(m)
+		i, k = (i+nd)&q.mask, k+nd
 	}
 	q.flushCaches()
 	q.ring.zero()
@@ -384,8 +395,10 @@ func (q *txq) freeAll() {
 }
 
 // purge is iflib_ifmp_purge (mpring) or drbr_flush: free what is still
-// queued, counting each as an oqdrop.
-// Preconditions: no transmit in flight and the TX task stopped.
+// queued, counting each as an oqdrop (FreeBSD's iflib_txq_drain_free
+// counts nothing; see docs/freebsd.md).
+// Preconditions: no sender inside the queue and the TX task stopped (the
+// queue's teardown, hold.go).
 func (q *txq) purge() {
 	switch {
 	case q.mpr != nil:
@@ -396,6 +409,20 @@ func (q *txq) purge() {
 		n := q.drbr.Flush(func(m *Packet) { m.Free() })
 		q.st.add(txOQDrops, uint64(n))
 	}
+}
+
+// taskRetry is how soon a TX task that found its queue's lock held looks
+// again.
+const taskRetry = 100 * time.Microsecond
+
+// retrySoon schedules the queue's task after taskRetry.
+// Preconditions: called from the queue's task.
+func (q *txq) retrySoon() {
+	if q.retry == nil {
+		q.retry = time.AfterFunc(taskRetry, q.kick)
+		return
+	}
+	q.retry.Reset(taskRetry)
 }
 
 // kick is GROUPTASK_ENQUEUE(&txq->ift_task).

@@ -46,7 +46,12 @@ type Zone struct {
 	mu      sync.Mutex
 	stack   []*Packet       // guarded by mu: the free packets
 	waiters []chan struct{} // guarded by mu: GetWait callers, FIFO
-	closed  bool            // guarded by mu
+	// closed is set (with mu held) by Close once the memory went back to
+	// the space; every Get after it fails with ErrZoneClosed.
+	closed atomic.Bool
+	// orphan is set by closeWhenIdle: the zone's owner is gone, and the
+	// last packet to come back closes it.
+	orphan atomic.Bool
 
 	debug atomic.Pointer[ZoneDebug]
 
@@ -137,9 +142,14 @@ func (z *Zone) Stats() ZoneStats {
 }
 
 // Get is m_getcl(M_NOWAIT, MT_DATA, M_PKTHDR): a packet with an empty
-// cluster and a zeroed header, or ErrNoPackets.
+// cluster and a zeroed header, or ErrNoPackets (the zone is empty) or
+// ErrZoneClosed.
 func (z *Zone) Get() (*Packet, error) {
 	z.mu.Lock()
+	if z.closed.Load() {
+		z.mu.Unlock()
+		return nil, ErrZoneClosed
+	}
 	p := z.pop()
 	z.mu.Unlock()
 	if p == nil {
@@ -155,10 +165,15 @@ func (z *Zone) Get() (*Packet, error) {
 // it waits until a packet is freed or ctx is done (then it returns
 // ctx.Err()). Waiters are served in arrival order. A sender in drbr mode
 // that must not drop blocks here instead of failing when its queued
-// packets hold the whole zone.
+// packets hold the whole zone. On a closed zone, or one that closes while
+// it waits, it returns ErrZoneClosed.
 func (z *Zone) GetWait(ctx context.Context) (*Packet, error) {
 	for {
 		z.mu.Lock()
+		if z.closed.Load() {
+			z.mu.Unlock()
+			return nil, ErrZoneClosed
+		}
 		if p := z.pop(); p != nil {
 			z.mu.Unlock()
 			z.take(p)
@@ -237,7 +252,30 @@ func (z *Zone) release(p *Packet) bool {
 		p.freeSite = callerSite()
 	}
 	p.Next = nil
+	if z.orphan.Load() {
+		z.closeIfIdle()
+	}
 	return true
+}
+
+// closeWhenIdle is Close for an owner that goes away (iflib's RX zones at
+// Detach): if packets are still out (held by the stack, or queued on
+// another interface), it returns their *LeakError and the zone closes
+// itself, returning its memory, when the last of them comes back.
+func (z *Zone) closeWhenIdle() error {
+	err := z.Close()
+	if err != nil {
+		z.orphan.Store(true)
+		z.closeIfIdle() // the last packet may have come back meanwhile
+	}
+	return err
+}
+
+// closeIfIdle closes an orphaned zone once every packet is back.
+func (z *Zone) closeIfIdle() {
+	if !z.closed.Load() && z.Outstanding() == 0 {
+		_ = z.Close()
+	}
 }
 
 func (z *Zone) put(p *Packet) {
@@ -295,18 +333,29 @@ func (z *Zone) putBatch(src []*Packet) {
 }
 
 // Close releases the zone's memory to its address space when every packet
-// is back. With packets still out it returns a *LeakError and keeps the
-// memory (so that those packets stay valid). Close is idempotent.
+// is back (in the depot or a ZoneCache). With packets still out it returns
+// a *LeakError and keeps the memory (so that those packets stay valid),
+// and the zone stays usable. Once closed, Get, GetWait and ZoneCache.Get
+// fail with ErrZoneClosed (a GetWait waiting then returns it too), and
+// packets left in a ZoneCache are never handed out again. Close is
+// idempotent.
 func (z *Zone) Close() error {
-	if out := z.Outstanding(); out > 0 {
-		return &LeakError{Zones: []ZoneLeak{{Zone: z.name, Outstanding: out, Size: len(z.pkts)}}}
-	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.closed {
+	if z.closed.Load() {
 		return nil
 	}
-	z.closed = true
+	// Closed first, then counted: a ZoneCache.Get that takes a packet
+	// after the count sees closed and puts it back (see ZoneCache.Get).
+	z.closed.Store(true)
+	if out := z.Outstanding(); out > 0 {
+		z.closed.Store(false)
+		return &LeakError{Zones: []ZoneLeak{{Zone: z.name, Outstanding: out, Size: len(z.pkts)}}}
+	}
+	for _, w := range z.waiters {
+		close(w)
+	}
+	z.waiters = nil
 	var errs []error
 	for _, c := range z.chunks {
 		if err := z.space.Free(c); err != nil {
@@ -359,8 +408,13 @@ func (c *ZoneCache) passThrough() bool { return cap(c.stack) < 2 || c.z.debug.Lo
 // Zone returns the cache's zone.
 func (c *ZoneCache) Zone() *Zone { return c.z }
 
-// Get is Zone.Get through the cache.
+// Get is Zone.Get through the cache: ErrNoPackets when the zone is empty,
+// ErrZoneClosed once it was closed (the cached packets' memory went back to
+// the space with the zone's).
 func (c *ZoneCache) Get() (*Packet, error) {
+	if c.z.closed.Load() {
+		return nil, ErrZoneClosed
+	}
 	if len(c.stack) == 0 {
 		if c.passThrough() {
 			return c.z.Get()
@@ -375,9 +429,15 @@ func (c *ZoneCache) Get() (*Packet, error) {
 	}
 	n := len(c.stack) - 1
 	p := c.stack[n]
+	c.z.take(p)
+	if c.z.closed.Load() {
+		// Close ran since the check above: it counted p free, so p's memory
+		// is the space's again. Leave p in the cache, free.
+		p.free.Store(true)
+		return nil, ErrZoneClosed
+	}
 	c.stack[n] = nil
 	c.stack = c.stack[:n]
-	c.z.take(p)
 	c.allocs++
 	return p, nil
 }

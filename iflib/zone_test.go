@@ -84,8 +84,10 @@ func TestDRBRSendersWaitForPackets(t *testing.T) {
 					return
 				}
 				p.SetLen(100)
-				if f.ctx.Transmit(p) == nil {
+				if err := f.ctx.Transmit(p); err == nil {
 					sent.Add(1)
+				} else {
+					t.Logf("transmit: %v (resets %d, watchdog %d)", err, f.ctx.Resets(), f.ctx.WatchdogEvents())
 				}
 			}
 		}()

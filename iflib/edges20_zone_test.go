@@ -1,0 +1,81 @@
+package iflib_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Issue 20 §2 item 3: a closed Zone (and every ZoneCache in front of it)
+// refuses Get, GetWait and ZoneCache.Get with ErrZoneClosed, also for the
+// packets a cache still held and for a GetWait blocked when the zone
+// closes; a Close that finds packets out leaves the zone usable.
+func TestClosedZoneRefusesUse(t *testing.T) {
+	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 8 << 20})
+	require.NoError(t, err)
+	z, err := iflib.NewZone(space, "z", iflib.MCLBytes, 64)
+	require.NoError(t, err)
+	c := z.NewCache()
+
+	// Packets out: Close refuses and the zone keeps working.
+	p, err := z.Get()
+	require.NoError(t, err)
+	require.ErrorIs(t, z.Close(), iflib.ErrLeak)
+	q, err := c.Get()
+	require.NoError(t, err, "a zone whose Close failed is still usable")
+	p.Free()
+	q.Free() // back to the zone, not the cache: Free goes to the depot
+
+	// Move every packet into caches (4 each: a sixteenth of the zone),
+	// leaving the depot empty.
+	var held []*iflib.Packet
+	for {
+		p, err := z.Get()
+		if err != nil {
+			require.ErrorIs(t, err, iflib.ErrNoPackets)
+			break
+		}
+		held = append(held, p)
+	}
+	caches := []*iflib.ZoneCache{z.NewCache()} // c keeps the packet it cached
+	for i, p := range held {
+		if i > 0 && i%4 == 0 {
+			caches = append(caches, z.NewCache())
+		}
+		caches[len(caches)-1].Put(p)
+	}
+	require.Zero(t, z.Outstanding())
+	require.Zero(t, z.Available(), "every packet in a cache")
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := z.GetWait(context.Background())
+		waitErr <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // GetWait blocks: the depot is empty
+	require.NoError(t, z.Close())
+	select {
+	case err := <-waitErr:
+		require.ErrorIs(t, err, iflib.ErrZoneClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("GetWait still blocked after Close")
+	}
+	require.Zero(t, space.Allocated(), "the zone's memory went back")
+
+	_, err = z.Get()
+	require.ErrorIs(t, err, iflib.ErrZoneClosed)
+	_, err = z.GetWait(context.Background())
+	require.ErrorIs(t, err, iflib.ErrZoneClosed)
+	_, err = c.Get()
+	require.ErrorIs(t, err, iflib.ErrZoneClosed, "a cache must not hand out packets whose memory went back to the space")
+	_, err = z.NewCache().Get()
+	require.ErrorIs(t, err, iflib.ErrZoneClosed)
+	c.Flush()
+	require.NoError(t, z.Close(), "Close is idempotent")
+	require.False(t, errors.Is(z.Close(), iflib.ErrLeak))
+}
