@@ -321,7 +321,7 @@ func (d *Driver) Init(ctx *iflib.Context) error {
 		rx[i] = d.rx[i].paddr
 		d.rx[i].visible = 0
 	}
-	d.nic.program(tx, rx, d.tx[0].size, d.rx[0].size, d.nic.cfg.RxBufSize)
+	d.nic.program(tx, rx, d.tx[0].size, d.rx[0].size, ctx.RxBufSize(0)) // iflib_get_rx_mbuf_sz: the buffers iflib posts
 	d.nic.start(d.intr)
 	return nil
 }
