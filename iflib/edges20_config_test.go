@@ -87,7 +87,7 @@ func TestConfigNonsenseIsConfigError(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.field, func(t *testing.T) {
-			space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 64 << 20, ContigSize: 4 << 20})
+			space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 8 << 20, ContigSize: 2 << 20})
 			require.NoError(t, err)
 			o := fakeOpts{space: space, shared: c.shared, softc: c.softc}
 			if c.cfg != nil {
@@ -110,7 +110,7 @@ func TestConfigNonsenseIsConfigError(t *testing.T) {
 		s.NTxQSets, s.NRxQSets = huge, -1 // the maximum (1)
 		s.TxNSegments = huge              // min(ntxd/12, IFLIB_MAX_TX_SEGS)
 		s.TxTSOSegmentsMax = huge
-	}, cfg: iflib.Config{OverrideNRxds: [8]int{1 << 20}}}) // clamped to NRxdMax
+	}, cfg: iflib.Config{OverrideNRxds: [8]int{1 << 20}, RxZoneSize: 1024}}) // clamped to NRxdMax
 	sc := f.ctx.Softc()
 	require.Equal(t, 1, f.ctx.NumTxQueues())
 	require.Equal(t, 1, f.ctx.NumRxQueues())

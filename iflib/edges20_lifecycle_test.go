@@ -57,7 +57,7 @@ func TestLifecycleFromIFDIDuringRegister(t *testing.T) {
 				name += "-detach"
 			}
 			t.Run(name, func(t *testing.T) {
-				space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 64 << 20, ContigSize: 4 << 20})
+				space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20, ContigSize: 4 << 20})
 				require.NoError(t, err)
 				z, err := iflib.NewZone(space, "tx", iflib.MCLBytes, 16)
 				require.NoError(t, err)

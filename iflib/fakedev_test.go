@@ -124,7 +124,7 @@ func tryFake(t testing.TB, o fakeOpts) (*fakeNIC, error) {
 	}
 	space := o.space
 	if space == nil {
-		s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 64 << 20, ContigSize: 4 << 20})
+		s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20, ContigSize: 4 << 20})
 		require.NoError(t, err)
 		space = s
 	}

@@ -505,7 +505,11 @@ func fuzzModelSeeds() [][]byte {
 	two = append(two, 2, 0, 2, 1, 9, 0, 30, 0x05, 0xdc, 15, 0, 10) // receive 31 frames of MaxFrame: forwarded
 	seeds = append(seeds, append(two, life(1)...))
 	for h := 0; h < hookPoints; h++ {
-		for _, act := range []int{1, 2, 3, 4, 7} {
+		acts := []int{2, 3} // Stop, Detach
+		if h <= hpAttachPost {
+			acts = append(acts, 1, 4) // and Init, the reads, during Register
+		}
+		for _, act := range acts {
 			s := append([]byte{1}, reg(0, byte(h%3)<<1, h, act)...)
 			seeds = append(seeds, append(s, life(0)...))
 		}
