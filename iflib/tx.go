@@ -477,6 +477,10 @@ func (q *txq) drbrXmit(mp **Packet) error {
 		q.completedReclaim()
 	}
 	if q.avail() < q.maxTxDesc() {
+		// The ring is nearly full: make what this run encapsulated visible
+		// to the device before stalling (iflib_txd_db_check rings when
+		// TXQ_AVAIL is low), or nothing would complete to restart it.
+		q.dbCheck(true)
 		q.st.inc(txDrainNoDesc, 1)
 		q.publish()
 		return bufring.ErrRefused
