@@ -389,6 +389,17 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			return r, err
 		}
 		input := r.forward
+		if f := o.TxQueue; f != nil && cfgB.TxMode != iflib.TxModeMPRing {
+			// simple and drbr modes pick the queue as
+			// iflib_simple_select_queue does, from the packet's hash (QIDX),
+			// without asking TxQueueSelect: steer by the hash.
+			input = func(rxq int, pkts []*iflib.Packet) {
+				for _, m := range pkts {
+					m.Hdr.HashType, m.Hdr.FlowID = iflib.HashOpaque, uint32(f(rxq))
+				}
+				r.forward(rxq, pkts)
+			}
+		}
 		var ready func(int) bool
 		if o.RxOnly {
 			input = freeAll
