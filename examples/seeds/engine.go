@@ -197,79 +197,111 @@ func (c fwdCell) label() string {
 	return c.key.variant
 }
 
-// forwardBlock builds one forwarding rig per cell (paused), in a random
-// order, warms each up, then measures rounds rounds and tears the rigs
-// down. A round measures each cell for one window, cut into Slices
-// slices; in each slice the cells take turns in a new random order: each
-// resumes its rig, lets it settle, measures, pauses it and waits for it to
-// drain before the next runs. Interleaving this finely puts the cells a
-// comparison pairs within a fraction of a second of each other, so that
-// what other processes do to the CPUs hits both alike; rebuilding the rigs
-// in a new order for every block turns what a rig's build leaves behind
-// (memory layout, a slower rig) into round-to-round noise instead of a
-// bias that every round repeats.
-func (r *runner) forwardBlock(procs int, cells []fwdCell, blk *Block, built func(c fwdCell, rig *seedbench.ForwardRig),
+// forwardBlock measures rounds rounds of the cells, each a block of its
+// own: it builds one forwarding rig per cell (paused), in a random order,
+// warms each up, measures the round and tears the rigs down. A round
+// measures each cell for one window, cut into Slices slices; in each slice
+// the cells take turns in a new random order: each resumes its rig, lets
+// it settle, measures, pauses it and waits for it to drain before the
+// next runs. Interleaving this finely puts the cells a comparison pairs
+// within a fraction of a second of each other, so that what other
+// processes do to the CPUs hits both alike. Rebuilding the rigs for every
+// round (a build takes about 0.1 s) makes each round an independent
+// replicate: what a rig's build leaves behind (its memory layout: one
+// build of a cell can run several per cent slower than the next) becomes
+// round-to-round noise, which the rule's interval sees, instead of a bias
+// that every round of the build repeats.
+func (r *runner) forwardBlock(procs int, cells []fwdCell, blk func() *Block, built func(c fwdCell, rig *seedbench.ForwardRig),
 	record func(c fwdCell, round int, res seedbench.ForwardResult, unquiet int)) error {
-	blk.GOMAXPROCS, blk.Rounds = procs, r.o.Rounds
-	return withProcs(procs, func() (err error) {
-		rigs := make([]*seedbench.ForwardRig, len(cells))
-		defer func() {
-			for _, rig := range rigs {
-				if rig == nil {
-					continue
-				}
-				if cerr := rig.Close(); cerr != nil {
-					err = errors.Join(err, fmt.Errorf("rig teardown: %w", cerr))
-				}
-			}
-		}()
-		for _, i := range r.rng.Perm(len(cells)) {
-			c := cells[i]
-			o := c.opts
-			o.Paused = true
-			if r.o.Quick && o.Config.RxZoneSize == 0 && !o.Raw {
-				o.Config.RxZoneSize = quickZone
-			}
-			rig, err := build(func() (*seedbench.ForwardRig, error) { return seedbench.NewForwardRig(o) })
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.label(), err)
-			}
-			rigs[i] = rig
-			blk.Built = append(blk.Built, c.label())
-			if built != nil {
-				built(c, rig)
-			}
-			rig.Resume()
-			time.Sleep(r.o.Warmup)
-			rig.Pause()
-			rig.WaitQuiet(quietLimit)
-		}
-		for round := range r.o.Rounds {
-			sums := make([]seedbench.ForwardResult, len(cells))
-			unquiet := make([]int, len(cells))
-			for range r.o.Slices {
-				order := r.rng.Perm(len(cells))
-				var names []string
-				for _, i := range order {
-					rig := rigs[i]
-					names = append(names, cells[i].label())
-					rig.Resume()
-					time.Sleep(r.o.Settle)
-					res := rig.Run(r.o.Window/time.Duration(r.o.Slices), time.Hour, nil)
-					rig.Pause()
-					if !rig.WaitQuiet(quietLimit) {
-						unquiet[i]++
-					}
-					sums[i] = sums[i].Plus(res)
-				}
-				blk.Orders = append(blk.Orders, names)
-			}
-			for i, c := range cells {
-				record(c, round, sums[i], unquiet[i])
+	// -quick measures nothing and builds once, to stay quick under the
+	// race detector.
+	perBuild := 1
+	if r.o.Quick {
+		perBuild = r.o.Rounds
+	}
+	return withProcs(procs, func() error {
+		for round := 0; round < r.o.Rounds; round += perBuild {
+			b := blk()
+			b.GOMAXPROCS, b.Rounds = procs, perBuild
+			if err := r.forwardRounds(cells, perBuild, b, built, func(c fwdCell, i int, res seedbench.ForwardResult, unquiet int) {
+				record(c, round+i, res, unquiet)
+			}); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+}
+
+// forwardRounds builds the cells' rigs, measures rounds rounds and closes
+// them.
+func (r *runner) forwardRounds(cells []fwdCell, rounds int, blk *Block, built func(c fwdCell, rig *seedbench.ForwardRig),
+	record func(c fwdCell, round int, res seedbench.ForwardResult, unquiet int)) (err error) {
+	rigs := make([]*seedbench.ForwardRig, len(cells))
+	defer func() {
+		for _, rig := range rigs {
+			if rig == nil {
+				continue
+			}
+			if cerr := rig.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("rig teardown: %w", cerr))
+			}
+		}
+	}()
+	for _, i := range r.rng.Perm(len(cells)) {
+		c := cells[i]
+		o := c.opts
+		o.Paused = true
+		if r.o.Quick && o.Config.RxZoneSize == 0 && !o.Raw {
+			o.Config.RxZoneSize = quickZone
+		}
+		rig, err := build(func() (*seedbench.ForwardRig, error) { return seedbench.NewForwardRig(o) })
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.label(), err)
+		}
+		rigs[i] = rig
+		blk.Built = append(blk.Built, c.label())
+		if built != nil {
+			built(c, rig)
+		}
+		rig.Resume()
+		time.Sleep(r.o.Warmup)
+		rig.Pause()
+		rig.WaitQuiet(quietLimit)
+	}
+	for round := range rounds {
+		sums := make([]seedbench.ForwardResult, len(cells))
+		unquiet := make([]int, len(cells))
+		for range r.o.Slices {
+			var names []string
+			for _, i := range r.rng.Perm(len(cells)) {
+				rig := rigs[i]
+				names = append(names, cells[i].label())
+				rig.Resume()
+				time.Sleep(r.o.Settle)
+				res := rig.Run(r.o.Window/time.Duration(r.o.Slices), time.Hour, nil)
+				rig.Pause()
+				if !rig.WaitQuiet(quietLimit) {
+					unquiet[i]++
+				}
+				sums[i] = sums[i].Plus(res)
+			}
+			blk.Orders = append(blk.Orders, names)
+		}
+		for i, c := range cells {
+			record(c, round, sums[i], unquiet[i])
+		}
+	}
+	return nil
+}
+
+// addBlock returns a function that appends a Block to rev and returns it
+// (valid until the next call).
+func (r *runner) addBlock(rev *Review) func() *Block {
+	return func() *Block {
+		rev.Blocks = append(rev.Blocks, Block{})
+		return &rev.Blocks[len(rev.Blocks)-1]
+	}
 }
 
 // txCell is one transmit rig of a section.
@@ -317,11 +349,11 @@ func (r *runner) txBlock(procs int, cells []txCell, fanins []int, blk func(sende
 			for round := range r.o.Rounds {
 				sums := make([]seedbench.TxResult, len(cells))
 				unquiet := make([]int, len(cells))
-				for range r.o.Slices {
+				for range r.o.TxSlices {
 					var names []string
 					for _, i := range r.rng.Perm(len(cells)) {
 						names = append(names, cells[i].name)
-						sums[i] = sums[i].Plus(rigs[i].RunSendersWarm(n, r.o.Settle, r.o.Window/time.Duration(r.o.Slices)))
+						sums[i] = sums[i].Plus(rigs[i].RunSendersWarm(n, r.o.Settle, r.o.Window/time.Duration(r.o.TxSlices)))
 						if !rigs[i].WaitQuiet(quietLimit) {
 							unquiet[i]++
 						}

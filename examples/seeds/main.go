@@ -80,7 +80,7 @@ func run(o Options, stdout, stderr io.Writer) (*Report, error) {
 		Started: start.UTC().Round(time.Second),
 		Machine: thisMachine(),
 		Settings: Settings{Quick: o.Quick, Rounds: o.Rounds, MaxRounds: o.MaxRounds, CapS: o.Cap.Seconds(), WindowMs: ms(o.Window), WarmupMs: ms(o.Warmup),
-			SettleMs: ms(o.Settle), Slices: o.Slices, Seed: o.Seed, Senders: o.Senders, Procs: o.Procs},
+			SettleMs: ms(o.Settle), Slices: o.Slices, TxSlices: o.TxSlices, Seed: o.Seed, Senders: o.Senders, Procs: o.Procs},
 	}
 	prog := &progress{w: stderr, start: start}
 	r := newRunner(o, prog)

@@ -39,7 +39,8 @@ type Options struct {
 	Window    time.Duration // measuring window of one cell
 	Warmup    time.Duration // warm-up of each rig once built
 	Settle    time.Duration // run before each slice, not measured
-	Slices    int           // a cell's window is measured in this many slices, alternating with the other variants
+	Slices    int           // a forwarding cell's window is measured in this many slices, alternating with the other variants
+	TxSlices  int           // the same for a transmit cell (each slice starts and stops its senders)
 	XDPDur    time.Duration // AF_XDP window per forwarder and mode
 	Senders   []int
 	Procs     []int    // GOMAXPROCS values of the fan-in section
@@ -86,8 +87,8 @@ flags:
 	}
 	o := Options{Args: slices.Clone(args)}
 	fs.BoolVar(&o.Quick, "quick", false, "a short run (every section, tiny windows): a smoke test, not a measurement")
-	fs.IntVar(&o.Rounds, "rounds", defaultRounds, "rounds of a block (at least 3; 3 with -quick): every measurement runs one block, interleaved, "+
-		"and the rigs are rebuilt in a new order for each further block")
+	fs.IntVar(&o.Rounds, "rounds", defaultRounds, "rounds of a block (at least 3; 3 with -quick): every measurement runs one block, interleaved; "+
+		"forwarding rigs are rebuilt for every round, transmit rigs for every block")
 	fs.IntVar(&o.MaxRounds, "max-rounds", defaultMaxRounds, "the most rounds a comparison that decides a verdict gets: blocks are added while the verdict is inconclusive")
 	fs.DurationVar(&o.Cap, "cap", defaultCap, "a section adds blocks only while it has run for less than this")
 	seed := fs.String("seed", "", "seed of the build and slice orders, a number (default: a random one, printed and written to -json)")
@@ -142,11 +143,14 @@ flags:
 	case o.Window < time.Millisecond || o.Window > time.Minute:
 		return o, fmt.Errorf("%w: -window %v: want 1ms..1m", ErrUsage, o.Window)
 	}
-	o.Warmup = min(max(o.Window*2/5, 10*time.Millisecond), 100*time.Millisecond)
-	o.Slices = 4
-	if o.Window < 40*time.Millisecond {
-		o.Slices = 1
-	}
+	o.Warmup = min(max(o.Window/5, 10*time.Millisecond), 100*time.Millisecond)
+	// Slices of about 20 ms (8 of the default window): the finer the
+	// interleaving, the more alike the load the cells of a round meet,
+	// for a settle of 2 ms more per slice.
+	// A transmit slice starts and stops its senders, up to 64 goroutines:
+	// slices of about 40 ms there (4 of the default window).
+	o.Slices = min(max(int((o.Window+10*time.Millisecond)/(20*time.Millisecond)), 1), 16)
+	o.TxSlices = min(max(int((o.Window+20*time.Millisecond)/(40*time.Millisecond)), 1), 16)
 	o.Settle = min(max(o.Window/time.Duration(o.Slices)/10, 2*time.Millisecond), 20*time.Millisecond)
 	o.XDPDur = min(max(o.Window*4, 100*time.Millisecond), 10*time.Second)
 	if o.Senders, err = parseInts("senders", *senders, 1, 1024); err != nil {

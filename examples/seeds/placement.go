@@ -136,10 +136,7 @@ func (r *runner) d24094() (Review, error) {
 		if !first {
 			r.prog.plan(r.o.Rounds * len(cs))
 		}
-		var blk Block
-		err := r.forwardBlock(r.full, cs, &blk, built, record)
-		rev.Blocks = append(rev.Blocks, blk)
-		return err
+		return r.forwardBlock(r.full, cs, r.addBlock(&rev), built, record)
 	}, func(int) []int {
 		return r.needed(comps(), why(), func(v string, _ Comparison) []int { return cellIndex(cells, v, 0) })
 	})

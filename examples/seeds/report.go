@@ -51,7 +51,8 @@ type Settings struct {
 	CapS      float64 `json:"cap_s"`      // a section adds blocks only while it has run less than this (seconds)
 	WindowMs  float64 `json:"window_ms"`  // measuring window of one cell in one round
 	WarmupMs  float64 `json:"warmup_ms"`  // warm-up of each rig once built
-	Slices    int     `json:"slices"`     // slices of each window, taken in turn with the other variants
+	Slices    int     `json:"slices"`     // slices of each forwarding window, taken in turn with the other variants
+	TxSlices  int     `json:"tx_slices"`  // the same for transmit windows
 	SettleMs  float64 `json:"settle_ms"`  // run, unmeasured, before each slice
 	Seed      uint64  `json:"seed"`       // seeds the build and slice orders (-seed); Review.blocks has them
 	Senders   []int   `json:"senders"`

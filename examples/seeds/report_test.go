@@ -31,7 +31,7 @@ func fullReport() *Report {
 	return &Report{
 		Schema: Schema, Command: "go run ./examples/seeds -quick", Started: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Seconds: 12.5,
 		Machine: Machine{CPUs: 2, GOMAXPROCS: 2, Go: "go1.26", OS: "linux", Arch: "amd64", CPUModel: "x", LoadAvg: []float64{1, 2, 3}, LoadAvgEnd: []float64{1, 2, 3}},
-		Settings: Settings{Quick: true, Rounds: 3, MaxRounds: 3, CapS: 60, WindowMs: 20, WarmupMs: 10, Slices: 1, SettleMs: 2, Seed: 42,
+		Settings: Settings{Quick: true, Rounds: 3, MaxRounds: 3, CapS: 60, WindowMs: 20, WarmupMs: 10, Slices: 1, TxSlices: 1, SettleMs: 2, Seed: 42,
 			Senders: []int{1, 2}, Procs: []int{1, 2}},
 		Rule: ru,
 		Reviews: []Review{{

@@ -139,6 +139,15 @@ func TestJudgeGain(t *testing.T) {
 	assert.InDelta(t, 50, float64(c.SavedNs), 1)
 	assert.Equal(t, Holds, c.Outcome)
 
+	// Rounds of later blocks, which do not measure the raw loop, use its
+	// median: here 100 against a first-block 100, 90 and 110.
+	c = ru.judge(cspec, rounds(14, 150, 0, 0.001, 5), rounds(14, 200, 0, 0.001, 6), []float64{100, 90, 110}, nil, nil)
+	assert.Equal(t, 14, c.Rounds)
+	assert.InDelta(t, 2, c.Advantage.Median, 0.02)
+	assert.InDelta(t, 110.0/60, c.Advantage.Samples[1], 0.01, "round 2 uses its own raw (90): (200-90)/(150-90)")
+	c = ru.judge(cspec, rounds(14, 150, 0, 0.001, 5), rounds(14, 200, 0, 0.001, 6), nil, nil, nil)
+	assert.Zero(t, c.Rounds, "no raw loop, no share")
+
 	// Too few CPUs: information only, whichever way it came out.
 	spec.need = 4
 	c = ru.judge(spec, rounds(28, 110, 0, 0.001, 2), w, nil, []float64{1.4, 1.5, 1.4}, []float64{1.9, 2, 1.9})

@@ -256,14 +256,9 @@ func (r *runner) d17901() (Review, error) {
 		if !first {
 			r.prog.plan(r.o.Rounds * len(cs))
 		}
-		var blk Block
-		err := r.forwardBlock(1, cs, &blk, nil, record)
-		rev.Blocks = append(rev.Blocks, blk)
-		return err
+		return r.forwardBlock(1, cs, r.addBlock(&rev), nil, record)
 	}, func(int) []int {
-		return r.needed(comps(), why(), func(v string, c Comparison) []int {
-			return append(cellIndex(cells, v, 0), cellIndex(cells, variantRaw, 0)...)
-		})
+		return r.needed(comps(), why(), func(v string, c Comparison) []int { return cellIndex(cells, v, 0) })
 	})
 	if err != nil {
 		return rev, err
@@ -465,14 +460,9 @@ func (r *runner) d27755() (Review, error) {
 		if !first {
 			r.prog.plan(r.o.Rounds * len(cs))
 		}
-		var blk Block
-		err := r.forwardBlock(1, cs, &blk, nil, record)
-		rev.Blocks = append(rev.Blocks, blk)
-		return err
+		return r.forwardBlock(1, cs, r.addBlock(&rev), nil, record)
 	}, func(int) []int {
-		return r.needed(comps(), why(), func(v string, c Comparison) []int {
-			return append(cellIndex(cells, v, c.Batch), cellIndex(cells, variantRaw, 0)...)
-		})
+		return r.needed(comps(), why(), func(v string, c Comparison) []int { return cellIndex(cells, v, c.Batch) })
 	})
 	if err != nil {
 		return rev, err

@@ -30,10 +30,12 @@ func printHeader(w io.Writer, rep *Report) {
 	if s.Quick {
 		fmt.Fprintf(w, "run: -quick: %d rounds of %.0f ms windows, too short and too few to measure anything: a smoke test, no verdicts.\n", s.Rounds, s.WindowMs)
 	} else {
-		fmt.Fprintf(w, "run: blocks of %d rounds, the rigs rebuilt in a new order for each block; a verdict still undecided gets more blocks, looked at after %s rounds,\n"+
-			"     up to %d rounds or %.0f s per section. A cell is a %.0f ms window per round, measured in %d slices taken in turn with the variants\n"+
-			"     it is compared with, in a new random order each (seed %#x), each after %.0f ms unmeasured; every rig warms up %.0f ms once built.\n",
-			s.Rounds, joinInts(rep.Rule.Looks, ", "), s.MaxRounds, s.CapS, s.WindowMs, s.Slices, s.Seed, s.SettleMs, s.WarmupMs)
+		fmt.Fprintf(w, "run: blocks of %d rounds, forwarding rigs rebuilt in a new order for every round, transmit rigs for every block; a verdict\n"+
+			"     still undecided gets more blocks, looked at after %s rounds, up to %d rounds or %.0f s per section.\n",
+			s.Rounds, joinInts(rep.Rule.Looks, ", "), s.MaxRounds, s.CapS)
+		fmt.Fprintf(w, "     A cell is a %.0f ms window per round, measured in %d slices (transmit: %d) taken in turn with the variants it is compared\n"+
+			"     with, in a new random order each (seed %#x), each after %.0f ms unmeasured; every rig warms up %.0f ms once built.\n",
+			s.WindowMs, s.Slices, s.TxSlices, s.Seed, s.SettleMs, s.WarmupMs)
 	}
 	fmt.Fprint(w, `how to read:
   a [b..c]     median of the rounds [lowest..highest]; the variants compared run interleaved, round by round

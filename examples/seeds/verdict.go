@@ -81,7 +81,8 @@ func effects(freebsd []float64) (lo, hi float64, ok bool) {
 }
 
 // judge builds a comparison from the per-round values of the two variants
-// (raw: the raw loop's per round, for the iflib basis) and the CPUs busy
+// (raw: the raw loop's per round, for the iflib basis; rounds beyond it,
+// from blocks that did not measure it, use its median) and the CPUs busy
 // of each, under the rule.
 func (ru Rule) judge(sp cmpSpec, b, w, raw, busyB, busyW []float64) Comparison {
 	c := Comparison{Name: sp.name, Better: sp.better, Worse: sp.worse, Senders: sp.senders, Batch: sp.batch, Metric: sp.metric,
@@ -91,15 +92,25 @@ func (ru Rule) judge(sp cmpSpec, b, w, raw, busyB, busyW []float64) Comparison {
 		c.Kind, c.Bound = "bound", sp.bound
 	}
 	n := min(len(b), len(w))
+	rawAt := func(int) float64 { return 0 }
 	if sp.basis == "iflib" {
 		c.Basis = "iflib"
-		n = min(n, len(raw))
+		if len(raw) == 0 {
+			n = 0
+		}
+		pooled := newStat(raw).Median
+		rawAt = func(i int) float64 {
+			if i < len(raw) {
+				return raw[i]
+			}
+			return pooled
+		}
 	}
 	var adv, logs, saved []float64
 	for i := range n {
 		vb, vw := b[i], w[i]
 		if c.Basis == "iflib" {
-			vb, vw = vb-raw[i], vw-raw[i]
+			vb, vw = vb-rawAt(i), vw-rawAt(i)
 		}
 		if vb <= 0 || vw <= 0 {
 			continue
