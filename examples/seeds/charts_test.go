@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/draw"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // The chart test renders every SVG the command writes with a real SVG
@@ -26,6 +29,22 @@ import (
 // margin around it, which must stay empty) and that no text lands on
 // other ink: titles, tick labels and legends stay off the lines, the
 // markers and each other.
+
+// TestChartsRender draws the charts of a -quick run of every section and
+// checks them as the file comment says. Drawing and the pixel checks are
+// plain Go, several times slower under the race detector and with no
+// concurrency to check, so it skips there; .ci/run runs it without -race.
+func TestChartsRender(t *testing.T) {
+	if race.Enabled {
+		t.Skip("skipped under -race; .ci/run runs it without: go test -run '^TestChartsRender$' ./examples/seeds/")
+	}
+	bin := rsvg(t)
+	o, err := parseFlags([]string{"-quick", "-afxdp=false", "-senders", "1,2,8"}, io.Discard)
+	require.NoError(t, err)
+	rep, err := run(o, io.Discard, io.Discard)
+	require.NoError(t, err)
+	checkChartsRender(t, bin, rep)
+}
 
 // rsvg returns the path of rsvg-convert, or skips the test.
 func rsvg(t *testing.T) string {
@@ -79,29 +98,9 @@ func toPixels(img image.Image) pixels {
 	return pixels{w: b.Dx(), h: b.Dy(), pix: rgba.Pix}
 }
 
-func (p pixels) at(x, y int) []byte {
-	if x < 0 || y < 0 || x >= p.w || y >= p.h {
-		return []byte{0, 0, 0, 0}
-	}
-	i := 4 * (y*p.w + x)
-	return p.pix[i : i+4]
-}
-
-// ink: a visible pixel that is not white.
-func (p pixels) ink(x, y int) bool {
-	c := p.at(x, y)
-	return c[3] > 0x20 && (c[0] < 0xe0 || c[1] < 0xe0 || c[2] < 0xe0)
-}
-
-// painted: anything drawn, white included.
-func (p pixels) painted(x, y int) bool { return p.at(x, y)[3] > 0x20 }
-
-func (p pixels) same(q pixels, x, y int) bool { return string(p.at(x, y)) == string(q.at(x, y)) }
-
 // checkChartsRender draws the report's charts with and without text and
 // checks each as the file comment says.
-func checkChartsRender(t *testing.T, rep *Report) {
-	bin := rsvg(t)
+func checkChartsRender(t *testing.T, bin string, rep *Report) {
 	dir := t.TempDir()
 	with, areas, err := drawCharts(filepath.Join(dir, "text"), rep, ".svg", true)
 	require.NoError(t, err)
@@ -127,16 +126,36 @@ func checkChartsRender(t *testing.T, rep *Report) {
 		}
 		outside, text, overlap, onData := 0, 0, 0, 0
 		var firstOut, firstOverlap, firstOnData image.Point
+		// Straight over the pixel bytes: this runs under the race
+		// detector in CI.
+		inkB := make([]bool, b.w*b.h)
+		for i := range inkB {
+			c := b.pix[4*i : 4*i+4]
+			inkB[i] = c[3] > 0x20 && (c[0] < 0xe0 || c[1] < 0xe0 || c[2] < 0xe0)
+		}
+		near := func(x, y int) bool {
+			for _, d := range [][2]int{{0, 0}, {1, 0}, {-1, 0}, {0, 1}, {0, -1}} {
+				if xx, yy := x+d[0], y+d[1]; xx >= 0 && yy >= 0 && xx < b.w && yy < b.h && inkB[yy*b.w+xx] {
+					return true
+				}
+			}
+			return false
+		}
 		for y := range a.h {
 			for x := range a.w {
-				in := image.Pt(x, y).In(inner)
-				if !in && a.painted(x, y) {
-					if outside == 0 {
-						firstOut = image.Pt(x, y)
+				i := 4 * (y*a.w + x)
+				pa, pb := a.pix[i:i+4:i+4], b.pix[i:i+4:i+4]
+				in := x >= inner.Min.X && x < inner.Max.X && y >= inner.Min.Y && y < inner.Max.Y
+				if !in {
+					if pa[3] > 0x20 {
+						if outside == 0 {
+							firstOut = image.Pt(x, y)
+						}
+						outside++
 					}
-					outside++
+					continue
 				}
-				if !in || a.same(b, x, y) {
+				if pa[0] == pb[0] && pa[1] == pb[1] && pa[2] == pb[2] && pa[3] == pb[3] {
 					continue
 				}
 				text++
@@ -151,7 +170,7 @@ func checkChartsRender(t *testing.T, rep *Report) {
 				// Text on other ink: a pixel of text where the chart
 				// without text already has a line or a marker, or next
 				// to one (a glyph touching a line).
-				if b.ink(x, y) || b.ink(x+1, y) || b.ink(x-1, y) || b.ink(x, y+1) || b.ink(x, y-1) {
+				if near(x, y) {
 					if overlap == 0 {
 						firstOverlap = image.Pt(x, y)
 					}
