@@ -115,14 +115,17 @@ func TestTxRigWaitQuiet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := r.RunSenders(4, 20*time.Millisecond)
+		res := r.RunSenders(4, 100*time.Millisecond)
 		if !r.WaitQuiet(5 * time.Second) {
 			t.Fatalf("%v: not quiet: %d frames on the wire, %d accepted", mode, r.Sink.Frames(), r.accepted.Load())
 		}
-		if got, want := r.Sink.Frames(), r.accepted.Load(); got != want {
-			t.Fatalf("%v: %d frames on the wire, %d accepted", mode, got, want)
+		// The window itself may carry no frame on a loaded machine (the
+		// device goroutine may get no CPU while the senders spin); what was
+		// accepted must all be on the wire once quiet.
+		if got, want := r.Sink.Frames(), r.accepted.Load(); got != want || want == 0 {
+			t.Fatalf("%v: %d frames on the wire, %d accepted (want equal, and some)", mode, got, want)
 		}
-		if res.Frames == 0 || res.CPUsBusy() < 0 {
+		if res.CPUsBusy() < 0 {
 			t.Fatalf("%v: %+v", mode, res)
 		}
 		if err := r.Close(); err != nil {
