@@ -11,7 +11,9 @@ import (
 func TestNewRejects(t *testing.T) {
 	drain := func(*Ring[int], int, int) int { return 0 }
 	can := func(*Ring[int]) bool { return false }
-	for _, size := range []int{-1, 0, 1, MaxSize + 1} {
+	// Size 2 (ifmp_ring_alloc's minimum) holds no item: usable capacity
+	// is size−2.
+	for _, size := range []int{-1, 0, 1, 2, MaxSize + 1} {
 		r, err := New(size, drain, can)
 		assert.Nil(t, r, "New(%d)", size)
 		assert.ErrorIs(t, err, ErrInvalid, "New(%d)", size)
@@ -79,15 +81,13 @@ func TestBudgetZero(t *testing.T) {
 }
 
 func TestCapacityIsSizeMinusTwo(t *testing.T) {
-	for _, size := range []int{2, 3, 8, MaxSize} {
+	for _, size := range []int{MinSize, 8, MaxSize} {
 		s := &scripted{rest: 0}
 		r := newScripted(t, size, s)
 		if err := r.Enqueue(make([]int, size-1), 32, true); !errors.Is(err, ErrFull) {
 			t.Fatalf("size %d: %d items: %v, want ErrFull", size, size-1, err)
 		}
-		if size > 2 {
-			mustEnqueue(t, r, make([]int, size-2), 32, true)
-		}
+		mustEnqueue(t, r, make([]int, size-2), 32, true)
 		if err := r.EnqueueOne(0, 32, true); !errors.Is(err, ErrFull) {
 			t.Fatalf("size %d: one more: %v, want ErrFull", size, err)
 		}

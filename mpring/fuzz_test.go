@@ -20,7 +20,7 @@ func FuzzSequence(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		size := 2 + int(in[0])%9
+		size := MinSize + int(in[0])%9
 		in = in[1:]
 		appetite, can := 5, true // 0 stalls; 5 takes everything offered
 		var delivered, accepted, refused, inlineEnqueues int

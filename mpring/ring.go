@@ -6,11 +6,14 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// Size limits of ifmp_ring_alloc: every index is a uint16, so
-// 2 ≤ size ≤ 65536. size need not be a power of two, but iflib's drain
-// callbacks mask with size−1 and iflib always uses 2048.
+// Size limits: every index is a uint16, so size ≤ 65536, and the usable
+// capacity is size−2, so size ≥ 3 holds at least one item.
+// ifmp_ring_alloc accepts size 2, a ring on which every enqueue fails with
+// ENOBUFS (a caller that retries, as a lossless fan-in must, never
+// progresses); goiflib refuses it. size need not be a power of two, but
+// iflib's drain callbacks mask with size−1 and iflib always uses 2048.
 const (
-	MinSize = 2
+	MinSize = 3
 	MaxSize = 65536
 )
 

@@ -42,6 +42,7 @@ import (
 
 	"github.com/goiflib/goiflib/cpumap"
 	"github.com/goiflib/goiflib/internal/cputime"
+	"github.com/goiflib/goiflib/mpring"
 )
 
 func main() {
@@ -104,7 +105,7 @@ func parse(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), fmt.Sprintf("workers (shards), 1..%d", cpumap.MaxQueues))
 	fs.IntVar(&c.producers, "producers", 16, fmt.Sprintf("producer goroutines, 1..%d", maxProducers))
 	fs.IntVar(&c.items, "items", 1<<20, "jobs in total, ≥ 1")
-	fs.IntVar(&c.inbox, "inbox", 1024, fmt.Sprintf("slots per inbox, a power of two in 2..%d", maxInbox))
+	fs.IntVar(&c.inbox, "inbox", 1024, fmt.Sprintf("slots per inbox, a power of two in 2..%d (4..%d with mpring)", maxInbox, mpring.MaxSize))
 	fs.IntVar(&c.work, "work", 1, fmt.Sprintf("cost of one job, in rounds of a 64-step hash, 0..%d", maxWork))
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -133,6 +134,8 @@ func parse(args []string, out io.Writer) (config, error) {
 		return c, bad("inbox", c.inbox, fmt.Sprintf("with -workers %d: workers × inbox slots above %d", c.workers, maxProduct))
 	case c.mode != "all" && !slices.ContainsFunc(modes, func(m mode) bool { return m.name == c.mode }):
 		return c, bad("mode", fmt.Sprintf("%q", c.mode), "want mpsc, chan, drbr, mpring or all")
+	case (c.mode == "mpring" || c.mode == "all") && (c.inbox < 4 || c.inbox > mpring.MaxSize):
+		return c, bad("inbox", c.inbox, fmt.Sprintf("with -mode %s: want a power of two in 4..%d (an mp_ring of n slots holds n−2)", c.mode, mpring.MaxSize))
 	}
 	return c, nil
 }

@@ -53,7 +53,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"-work", "-1"}, "work"}, {[]string{"-work", "1048577"}, "work"},
 		{[]string{"-workers", "1024", "-producers", "65536"}, "producers"}, {[]string{"-workers", "65535", "-inbox", "1024"}, "inbox"},
 		{[]string{"-unknown"}, ""}, {[]string{"-workers", "x"}, ""}, {[]string{"-workers", "99999999999999999999"}, ""},
-		{[]string{"extra"}, ""},
+		{[]string{"extra"}, ""}, {[]string{"-inbox", "2", "-mode", "mpring"}, "inbox"}, {[]string{"-inbox", "131072", "-mode", "all"}, "inbox"},
 	} {
 		var out bytes.Buffer
 		err := run(c.args, &out)
