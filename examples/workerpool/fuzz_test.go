@@ -30,7 +30,7 @@ import (
 // A long run (README): go test -run '^$' -fuzz '^FuzzFlags$' -fuzztime 1h -parallel 1 ./examples/workerpool/
 func FuzzFlags(f *testing.F) {
 	for _, s := range []string{
-		"", "-h", "-mode all", "-mode nope", "-mode", "-workers 0", "-workers -1", "-workers 65535", "-workers 65536",
+		"", "-h", "-mode all", "-mode nope", "-mode", "-workers 0", "-workers -1", "-workers 1024", "-workers 1025", "-workers 65535",
 		"-workers 9223372036854775807", "-workers 99999999999999999999", "-producers 0", "-producers 65536 -workers 1",
 		"-producers 65536 -workers 300", "-items 0", "-items -5", "-items 9223372036854775807 -workers 1 -producers 1",
 		"-inbox 3", "-inbox 0", "-inbox 1", "-inbox 2", "-inbox 1048576", "-inbox 2097152", "-inbox 65536 -mode mpring",
@@ -62,7 +62,7 @@ func FuzzFlags(f *testing.F) {
 			}
 			return
 		}
-		if c.workers < 1 || c.workers > 65535 || c.producers < 1 || c.producers > maxProducers || c.items < 1 ||
+		if c.workers < 1 || c.workers > maxWorkers || c.producers < 1 || c.producers > maxProducers || c.items < 1 ||
 			c.inbox < 2 || c.inbox > maxInbox || c.inbox&(c.inbox-1) != 0 || c.work < 0 || c.work > maxWork ||
 			c.workers*c.producers > maxProduct || c.workers*c.inbox > maxProduct ||
 			(c.mode == "mpring" || c.mode == "all") && (c.inbox < 4 || c.inbox > mpring.MaxSize) {

@@ -62,12 +62,14 @@ type config struct {
 	work      int
 }
 
-// Limits of the flags. -workers is at most cpumap.MaxQueues (a placement
-// of that many queues); -producers bounds the per-worker ledgers (workers ×
+// Limits of the flags. -workers is at most 1024: each worker locks an OS
+// thread to pin it, and the Go runtime stops a process past 10000 threads
+// (debug.SetMaxThreads); -producers bounds the per-worker ledgers (workers ×
 // producers counters); -inbox and -work keep a run's memory and one job's
 // cost in reason, and so do the products below. -items has no upper bound: a run takes as long as it
 // takes.
 const (
+	maxWorkers   = 1024
 	maxProducers = 1 << 16
 	maxInbox     = 1 << 20
 	maxWork      = 1 << 20
@@ -102,7 +104,7 @@ func parse(args []string, out io.Writer) (config, error) {
 	fs := flag.NewFlagSet("workerpool", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.mode, "mode", "mpsc", "fan-in: mpsc, chan, drbr, mpring, or all")
-	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), fmt.Sprintf("workers (shards), 1..%d", cpumap.MaxQueues))
+	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), fmt.Sprintf("workers (shards), 1..%d", maxWorkers))
 	fs.IntVar(&c.producers, "producers", 16, fmt.Sprintf("producer goroutines, 1..%d", maxProducers))
 	fs.IntVar(&c.items, "items", 1<<20, "jobs in total, ≥ 1")
 	fs.IntVar(&c.inbox, "inbox", 1024, fmt.Sprintf("slots per inbox, a power of two in 2..%d (4..%d with mpring)", maxInbox, mpring.MaxSize))
@@ -118,8 +120,8 @@ func parse(args []string, out io.Writer) (config, error) {
 	}
 	bad := func(name string, v any, reason string) error { return &flagError{flag: name, value: v, reason: reason} }
 	switch {
-	case c.workers < 1 || c.workers > cpumap.MaxQueues:
-		return c, bad("workers", c.workers, fmt.Sprintf("want 1..%d", cpumap.MaxQueues))
+	case c.workers < 1 || c.workers > maxWorkers:
+		return c, bad("workers", c.workers, fmt.Sprintf("want 1..%d (each worker pins an OS thread)", maxWorkers))
 	case c.producers < 1 || c.producers > maxProducers:
 		return c, bad("producers", c.producers, fmt.Sprintf("want 1..%d", maxProducers))
 	case c.items < 1:

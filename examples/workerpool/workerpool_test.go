@@ -47,11 +47,11 @@ func TestRunBadFlags(t *testing.T) {
 		args []string
 		flag string
 	}{
-		{[]string{"-workers", "0"}, "workers"}, {[]string{"-workers", "65536"}, "workers"}, {[]string{"-items", "-1"}, "items"},
+		{[]string{"-workers", "0"}, "workers"}, {[]string{"-workers", "1025"}, "workers"}, {[]string{"-items", "-1"}, "items"},
 		{[]string{"-mode", "nope"}, "mode"}, {[]string{"-inbox", "3", "-items", "10"}, "inbox"}, {[]string{"-inbox", "-1"}, "inbox"},
 		{[]string{"-inbox", "2097152"}, "inbox"}, {[]string{"-producers", "0"}, "producers"}, {[]string{"-producers", "65537"}, "producers"},
 		{[]string{"-work", "-1"}, "work"}, {[]string{"-work", "1048577"}, "work"},
-		{[]string{"-workers", "1024", "-producers", "65536"}, "producers"}, {[]string{"-workers", "65535", "-inbox", "1024"}, "inbox"},
+		{[]string{"-workers", "1024", "-producers", "65536"}, "producers"}, {[]string{"-workers", "1024", "-inbox", "32768"}, "inbox"},
 		{[]string{"-unknown"}, ""}, {[]string{"-workers", "x"}, ""}, {[]string{"-workers", "99999999999999999999"}, ""},
 		{[]string{"extra"}, ""}, {[]string{"-inbox", "2", "-mode", "mpring"}, "inbox"}, {[]string{"-inbox", "131072", "-mode", "all"}, "inbox"},
 	} {
