@@ -375,12 +375,13 @@ func (r *runner) txBlock(procs int, cells []txCell, fanins []int, blk func(sende
 // returns the cells still needed to decide, none when the verdict is
 // decided. It stops there, at Options.MaxRounds, or once the section has
 // run for Options.Cap (then it looks where it stopped, in place of the
-// next look). -quick runs one block and does not look.
+// next look; the block running when the cap passes is finished, so a
+// section may overrun it by one block). -quick runs one block and does
+// not look.
 func (r *runner) sequential(all []int, block func(first bool, cells []int) error, look func(n int) []int) error {
 	start := time.Now()
 	cells := all
 	for n := 0; ; {
-		t0 := time.Now()
 		if err := block(n == 0, cells); err != nil {
 			return err
 		}
@@ -388,8 +389,7 @@ func (r *runner) sequential(all []int, block func(first bool, cells []int) error
 		if r.o.Quick {
 			return nil
 		}
-		took := time.Since(t0)
-		capped := n+r.o.Rounds > r.o.MaxRounds || time.Since(start)+took > r.o.Cap
+		capped := n+r.o.Rounds > r.o.MaxRounds || time.Since(start) >= r.o.Cap
 		if r.rule.isLook(n) || capped {
 			cells = look(n)
 			if len(cells) == 0 || capped {

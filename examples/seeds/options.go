@@ -57,7 +57,7 @@ type Options struct {
 const (
 	defaultRounds    = 7
 	defaultMaxRounds = 224 // 7 doubled five times: the rule looks 6 times at most
-	defaultCap       = 60 * time.Second
+	defaultCap       = 90 * time.Second
 	defaultWindow    = 150 * time.Millisecond
 	quickWindow      = 20 * time.Millisecond
 )

@@ -227,8 +227,8 @@ type Comparison struct {
 	// widened by the rule, or not); empty without FreeBSD figures and
 	// for bounds.
 	Size string `json:"size,omitempty"`
-	// Sigma is the spread of one round's log advantage (1.4826 × median
-	// absolute deviation); MDE is the smallest effect (advantage − 1; a
+	// Sigma is the spread of one round's log advantage (its standard
+	// deviation); MDE is the smallest effect (advantage − 1; a
 	// bound: distance from the bound) these rounds detect with the rule's
 	// power, null when they cannot.
 	Sigma Num `json:"sigma"`

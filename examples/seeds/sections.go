@@ -375,8 +375,11 @@ func (r *runner) d53674() (Review, error) {
 // ---- D27755 -------------------------------------------------------------
 
 // batchBudgets are the rx budgets (the most packets per RX pass) of the
-// batching section; defaultBudget is iflib's (DefaultRxBudget).
-var batchBudgets = []int{4, iflib.DefaultRxBudget, 32}
+// batching section: iflib's (DefaultRxBudget), where the claim is judged
+// and where batching shows what it is for. Every cell is rebuilt for
+// every round, and the cells of a round all take turns in each slice, so
+// each cell more makes every round longer.
+var batchBudgets = []int{iflib.DefaultRxBudget}
 
 const defaultBudget = iflib.DefaultRxBudget
 
@@ -471,7 +474,7 @@ func (r *runner) d27755() (Review, error) {
 	rev.Notes = []string{fmt.Sprintf("A bound: the claim is that the batching code costs little when each batch holds one packet, so it holds when the cost, "+
 		"on iflib's share of cpu-ns/pkt, stays within twice FreeBSD's largest (%s). It compares the batched path handing one packet per Input call with "+
 		"per-packet input from the rxeof loop, both at iflib's default budget: the same Input calls, with and without the batch. "+
-		"The other budgets show what batching is for (one Input call per pass against one per packet); the review has no figure for them.", effect(limit))}
+		"Batched against per-packet input shows what batching is for (one Input call per pass against one per packet); the review has no figure for it.", effect(limit))}
 	return rev, nil
 }
 

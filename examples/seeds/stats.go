@@ -67,21 +67,13 @@ func medianCI(xs []float64, alpha float64) (lo, hi float64) {
 	return s[k-1], s[len(s)-k]
 }
 
-// robustSigma is the spread of xs: 1.4826 × the median absolute deviation
-// from the median (the standard deviation for normal data, unmoved by a
-// few disturbed rounds), or the standard deviation when that is 0. NaN
-// below 3 values.
-func robustSigma(xs []float64) float64 {
+// spread is the standard deviation of xs, NaN below 3 values. It feeds
+// the minimum detectable effect, a planning figure, where a few disturbed
+// rounds should count: a robust spread (the median absolute deviation)
+// of 7 rounds can come out far smaller than the interval shows.
+func spread(xs []float64) float64 {
 	if len(xs) < 3 {
 		return math.NaN()
-	}
-	m := newStat(xs).Median
-	dev := make([]float64, len(xs))
-	for i, x := range xs {
-		dev[i] = math.Abs(x - m)
-	}
-	if mad := newStat(dev).Median; mad > 0 {
-		return 1.4826 * mad
 	}
 	mean := 0.0
 	for _, x := range xs {

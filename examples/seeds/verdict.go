@@ -132,7 +132,7 @@ func (ru Rule) judge(sp cmpSpec, b, w, raw, busyB, busyW []float64) Comparison {
 	}
 	lo, hi := medianCI(adv, ru.LevelPerLook)
 	c.Lo, c.Hi = Num(lo), Num(hi)
-	c.Sigma = Num(robustSigma(logs))
+	c.Sigma = Num(spread(logs))
 	c.MDE = Num(math.Exp(mdeLog(len(adv), float64(c.Sigma), ru.LevelPerLook, ru.Power)) - 1)
 	c.Outcome = Undecided
 	switch c.Kind {
