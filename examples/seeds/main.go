@@ -26,7 +26,7 @@
 // stderr. docs/seeds.md explains every column, the verdict rule and the
 // -json schema.
 //
-//	go run ./examples/seeds                          # 2–3 minutes on 2 CPUs
+//	go run ./examples/seeds                          # 3–5 minutes on 2 busy CPUs
 //	go run ./examples/seeds -json out.json -svg charts
 //	go run ./examples/seeds -quick                   # seconds: a smoke test, no verdicts
 //	go run ./examples/seeds -only drbr -rounds 5 -window 500ms

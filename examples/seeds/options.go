@@ -51,9 +51,9 @@ type Options struct {
 	Args      []string // the arguments as given
 }
 
-// Defaults: a full run takes 2–3 minutes on 2 CPUs (more where the rule
-// needs extra rounds to decide, up to the caps); -quick about 10 seconds
-// (plus building).
+// Defaults: a full run takes 3–5 minutes on 2 busy CPUs (docs/seeds.md,
+// "Reruns"; a section that needs extra rounds runs up to Cap); -quick
+// about 10 seconds (plus building).
 const (
 	defaultRounds    = 7
 	defaultMaxRounds = 224 // 7 doubled five times: the rule looks 6 times at most
