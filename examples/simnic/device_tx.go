@@ -142,6 +142,11 @@ func (n *NIC) txReady(q *devTxq) bool {
 // dropped whole and counted, and its descriptors are completed as usual
 // (the driver reclaims them): a DMA error on a transmit buffer aborts that
 // frame, not the ring.
+//
+// A stop ends the pass after the descriptor in hand (a frame whose wire
+// time it was waiting for goes out at once); the descriptors after it stay
+// on the ring unprocessed, as a reset leaves them, and the driver takes
+// their buffers back.
 func (n *NIC) serveTx(i int, pace *pacer) bool {
 	q := &n.txq[i]
 	if !n.txReady(q) {
@@ -170,7 +175,7 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 			q.wbSince = time.Now()
 		}
 		k := 0
-		for ; k < cnt; k++ {
+		for ; k < cnt && !n.stopping.Load(); k++ {
 			q.ndesc++
 			if n.sch.hit(FaultTxHang, i, q.ndesc) {
 				q.hung = true

@@ -111,7 +111,8 @@ func TestLosslessGeneratorLinkDown(t *testing.T) {
 	if err := env.Start(g, nic); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, "the first refusal", func() bool { return nic.Stats().RxLinkDown >= 1 })
+	time.Sleep(20 * time.Millisecond) // a spinning generator would count thousands meanwhile
 	if st := nic.Stats(); st.RxLinkDown != 1 || g.Sent() != 0 {
 		t.Fatalf("link down: %d drops counted, %d sent; want 1 and 0 (parked)", st.RxLinkDown, g.Sent())
 	}
@@ -130,6 +131,7 @@ func TestLosslessGeneratorLinkDown(t *testing.T) {
 	if err := env.Start(g3, nic); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "both generators refused", func() bool { return nic.Stats().RxLinkDown >= 3 })
 	time.Sleep(20 * time.Millisecond)
 	if d := nic.Stats().RxLinkDown; d > 3 {
 		t.Fatalf("%d link-down drops for two parked generators, want at most 3", d)
@@ -159,7 +161,8 @@ func TestGeneratorTinyRate(t *testing.T) {
 		if err := g.Start(sink); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		waitFor(t, "frame 0", func() bool { return g.Sent() >= 1 })
+		time.Sleep(10 * time.Millisecond) // the old overflow sent thousands meanwhile
 		bounded(t, "Stop", 10*time.Second, func() { _ = g.Stop() })
 		if g.Sent() != 1 {
 			t.Fatalf("rate %g: sent %d frames, want 1 (frame 0 is due at once)", rate, g.Sent())
@@ -217,5 +220,44 @@ func TestLosslessGeneratorBacksOff(t *testing.T) {
 	}
 	if g.Sent() != 0 || g.Refused() != 1 {
 		t.Fatalf("sent %d refused %d, want 0 and 1", g.Sent(), g.Refused())
+	}
+}
+
+// The raw forwarder's Stop on a slow wire (LineRate 1 bit/s on the
+// sending NIC) returns at once too: the device's pacer wait ends at stop.
+func TestRawForwarderSlowWireStops(t *testing.T) {
+	env := simnictest.NewEnv(t, simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20}})
+	a, err := env.NewNIC(simnic.Config{Name: "rawa", NTxd: 64, NRxd: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := env.NewNIC(simnic.Config{Name: "rawb", NTxd: 64, NRxd: 64, LineRate: 1, DMALatency: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &simnic.Sink{}
+	b.SetPeer(sink)
+	fwd, err := env.NewRawForwarder(a, b, simnic.RawConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	for i := 0; i < 3; i++ {
+		fillFrame(buf, 0, uint32(i))
+		a.Receive(buf)
+	}
+	waitFor(t, "a frame forwarded", func() bool { return fwd.Stats().Forwarded >= 1 })
+	time.Sleep(10 * time.Millisecond)
+	bounded(t, "RawForwarder.Stop", 10*time.Second, fwd.Stop)
+	bounded(t, "Env.Close", 10*time.Second, func() {
+		if err := env.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if sink.Frames() > 1 {
+		t.Fatalf("%d frames on a wire that needs minutes for one", sink.Frames())
 	}
 }
