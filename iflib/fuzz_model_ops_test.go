@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -664,4 +665,60 @@ func (m *model) holdOp() {
 		}
 		m.held = append(m.held, heldPkt{p, z})
 	}
+}
+
+// concurrent runs senders on other goroutines while this one calls a
+// lifecycle method: Stop, Detach or Init racing Transmit and
+// TransmitBatch.
+func (m *model) concurrent(s *slot) {
+	senders, each := 1+int(m.in.u8()%4), 1+int(m.in.u8()%32)
+	call := m.in.u8() % 4
+	z := m.txZone()
+	m.logf("concurrent %d: %d senders × %d, call %d", s.idx, senders, each, call)
+	var wg sync.WaitGroup
+	for g := 0; g < senders; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				p, err := z.Get()
+				if err != nil {
+					return
+				}
+				p.SetLen(60 + (g*31+i)%1400)
+				if g%2 == 0 {
+					err = s.ctx.Transmit(p)
+					if err != nil && !isOneOf(err, txErrs...) {
+						m.t.Errorf("concurrent Transmit: undocumented error %T: %v", err, err)
+					}
+					s.account(err)
+				} else {
+					b := []*iflib.Packet{p}
+					_, err = s.ctx.TransmitBatch(b)
+					if err != nil && !isOneOf(err, txErrs...) {
+						m.t.Errorf("concurrent TransmitBatch: undocumented error %T: %v", err, err)
+					}
+					s.handed.Add(1)
+				}
+			}
+		}(g)
+	}
+	var err error
+	m.guard("a lifecycle call racing senders", s.stopTimeout, func() {
+		switch call {
+		case 0:
+			err = s.ctx.Stop()
+		case 1:
+			err = s.ctx.Detach()
+		case 2:
+			err = s.ctx.Init()
+		case 3:
+			if err = s.ctx.Stop(); err == nil {
+				err = s.ctx.Init()
+			}
+		}
+	})
+	m.logf("  = %v", err)
+	m.expect("a lifecycle call racing senders", err, iflib.ErrDetached, iflib.ErrDeferred, iflib.ErrBusy, iflib.ErrLeak)
+	m.guard("the racing senders", s.stopTimeout, wg.Wait)
 }

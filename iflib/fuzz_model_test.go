@@ -56,6 +56,10 @@ import (
 // opGuard bounds one operation, its waits included.
 const opGuard = 20 * time.Second
 
+// slowRun is how long a run may take before its log is printed (a slow
+// input is not a failure, but it starves the fuzzer).
+const slowRun = 3 * time.Second
+
 // maxOps bounds the operations one input runs.
 const maxOps = 48
 
@@ -212,6 +216,21 @@ var hookNames = [hookPoints]string{"AttachPre", "TxqSetup", "RxqSetup", "AttachP
 
 func runModel(t *testing.T, in []byte) {
 	m := &model{t: t, in: &input{b: in}}
+	start := time.Now()
+	defer func() {
+		if d := time.Since(start); d > slowRun {
+			// The fuzzing engine keeps a worker's stderr; IFLIB_FUZZ_SLOWLOG
+			// names a file that collects slow inputs during a long run.
+			msg := fmt.Sprintf("FuzzModel: a slow input (%v):\n%s\n", d, m.report())
+			fmt.Fprint(os.Stderr, msg)
+			if name := os.Getenv("IFLIB_FUZZ_SLOWLOG"); name != "" {
+				if f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+					fmt.Fprint(f, msg)
+					f.Close()
+				}
+			}
+		}
+	}()
 	opts := simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 24 << 20, ContigSize: 2 << 20}, GoroutineGrace: 10 * time.Second}
 	if m.in.u8()%4 == 0 {
 		opts.IOMMU = true
@@ -296,7 +315,7 @@ func (m *model) expect(what string, err error, set ...error) {
 
 func (m *model) step() {
 	m.uaf = false
-	op := m.in.u8() % 18
+	op := m.in.u8() % 19
 	s := m.slots[m.in.u8()%2].Load()
 	idx := 0
 	if s != nil {
@@ -364,6 +383,10 @@ func (m *model) step() {
 		time.Sleep(d)
 	case 16:
 		m.holdOp()
+	case 18:
+		if s != nil {
+			m.concurrent(s)
+		}
 	case 17:
 		if s != nil {
 			m.logf("intr %d", idx)
@@ -504,6 +527,11 @@ func fuzzModelSeeds() [][]byte {
 	two = append(two, reg(1, 2, -1, 0)...)
 	two = append(two, 2, 0, 2, 1, 9, 0, 30, 0x05, 0xdc, 15, 0, 10) // receive 31 frames of MaxFrame: forwarded
 	seeds = append(seeds, append(two, life(1)...))
+	for call := byte(0); call < 4; call++ {
+		s := append([]byte{1}, reg(0, (call%3)<<1, -1, 0)...)
+		s = append(s, 2, 0, 18, 0, 3, 20, call, 18, 0, 2, 9, 3)
+		seeds = append(seeds, append(s, life(0)...))
+	}
 	for h := 0; h < hookPoints; h++ {
 		acts := []int{2, 3} // Stop, Detach
 		if h <= hpAttachPost {
