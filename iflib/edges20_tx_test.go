@@ -314,3 +314,51 @@ func TestReclaimWaitsForAPacketsLastDescriptor(t *testing.T) {
 		})
 	}
 }
+
+// §3, R2-B2, the documented departure (docs/freebsd.md): every packet
+// iflib does not send is counted once — ENETDOWN refusals (FreeBSD: not
+// counted) in oqdrops in every mode, what the stop purge frees (FreeBSD's
+// iflib_txq_drain_free: not counted) in oqdrops, and an encap error in the
+// mp_ring drain (FreeBSD: "skip it", not counted) in oerrors.
+func TestDropsCountedWhereFreeBSDCountsNothing(t *testing.T) {
+	for _, mode := range txModes {
+		t.Run("enetdown-"+mode.String(), func(t *testing.T) {
+			f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode}})
+			z := f.zone(iflib.MCLBytes, 16)
+			require.ErrorIs(t, f.ctx.Transmit(pkt(t, z, 100, 1)), iflib.ErrNotRunning)
+			f.noLink = true
+			require.NoError(t, f.ctx.Init())
+			require.ErrorIs(t, f.ctx.Transmit(pkt(t, z, 100, 2)), iflib.ErrLinkDown)
+			require.EqualValues(t, 2, f.ctx.Counter(iflib.IfCounterOQDrops))
+			f.close(z)
+		})
+	}
+	t.Run("stop-purge", func(t *testing.T) {
+		f := newFake(t, fakeOpts{ntxd: 64, cfg: iflib.Config{TimerInterval: time.Hour}})
+		z := f.zone(iflib.MCLBytes, 128)
+		require.NoError(t, f.ctx.Init())
+		f.mu.Lock()
+		f.hold = true // nothing completes: the descriptor ring fills, the rest waits in the mp_ring
+		f.mu.Unlock()
+		for i := 0; i < 80; i++ {
+			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
+		}
+		require.Greater(t, f.ctx.TxBacklog(0), 62, "packets wait in the mp_ring")
+		require.NoError(t, f.ctx.Stop())
+		st := txStats(t, f.ctx)
+		require.GreaterOrEqual(t, st.OQDrops, uint64(80-62), "the purge counts what it frees")
+		require.EqualValues(t, 80, st.OQDrops+st.StopDiscards, "%+v", st)
+		f.close(z)
+	})
+	t.Run("drain-encap-error", func(t *testing.T) {
+		f := newFake(t, fakeOpts{})
+		z := f.zone(iflib.MCLBytes, 16)
+		require.NoError(t, f.ctx.Init())
+		f.mu.Lock()
+		f.encapHook = func(*iflib.PktInfo) error { return errFakeNotDone }
+		f.mu.Unlock()
+		require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 1)), "mpring mode queues; the drain's error is counted")
+		eventually(t, "oerrors", func() bool { return f.ctx.Counter(iflib.IfCounterOErrors) == 1 })
+		f.close(z)
+	})
+}
