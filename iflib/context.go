@@ -164,7 +164,7 @@ type Context struct {
 // every queue, hand the rings to the driver, IFDI_TXQ_SETUP/IFDI_RXQ_SETUP
 // (iflib_qset_structures_setup) and AttachPost. Every parameter problem is
 // a *ConfigError (errors.Is ErrConfig) naming the field; the other errors
-// are an IFDI method's error (wrapped), ErrDetached (the driver called
+// are an IFDI method's error (an *IFDIError), ErrDetached (the driver called
 // Detach from one of those methods), and a busdma error when the address
 // space cannot provide the memory (busdma.ErrNoMem and its kin, wrapped).
 // On any error, everything done so far is undone in reverse order (iflib
@@ -232,7 +232,7 @@ func Register(a Attachment) (*Context, error) {
 		return fmt.Errorf("iflib: %s: Detach called from %s during Register: %w", c.name, method, ErrDetached)
 	}
 	if err := c.dev.AttachPre(c, &c.sc); err != nil {
-		return fail(fmt.Errorf("iflib: %s: IFDI_ATTACH_PRE: %w", c.name, err))
+		return fail(c.ifdiErr("IFDI_ATTACH_PRE", err))
 	}
 	// iflib_device_register's failure path: IFDI_DETACH, then
 	// IFDI_QUEUES_FREE (if queues were handed out).
@@ -265,13 +265,13 @@ func Register(a Attachment) (*Context, error) {
 	}
 	queuesHanded = true
 	if err := c.dev.TxQueuesAlloc(c.txRings, c.shared.NTxQs, c.sc.NTxQSets); err != nil {
-		return fail(fmt.Errorf("iflib: %s: IFDI_TX_QUEUES_ALLOC: %w", c.name, err))
+		return fail(c.ifdiErr("IFDI_TX_QUEUES_ALLOC", err))
 	}
 	if detached() {
 		return fail(errDetached("IFDI_TX_QUEUES_ALLOC"))
 	}
 	if err := c.dev.RxQueuesAlloc(c.rxRings, c.shared.NRxQs, c.sc.NRxQSets); err != nil {
-		return fail(fmt.Errorf("iflib: %s: IFDI_RX_QUEUES_ALLOC: %w", c.name, err))
+		return fail(c.ifdiErr("IFDI_RX_QUEUES_ALLOC", err))
 	}
 	if detached() {
 		return fail(errDetached("IFDI_RX_QUEUES_ALLOC"))
@@ -279,7 +279,7 @@ func Register(a Attachment) (*Context, error) {
 	if qs, ok := c.dev.(QueueSetupper); ok {
 		for i := range c.txqs {
 			if err := qs.TxqSetup(c, i); err != nil {
-				return fail(fmt.Errorf("iflib: %s: IFDI_TXQ_SETUP: %w", c.name, err))
+				return fail(c.ifdiErr("IFDI_TXQ_SETUP", err))
 			}
 			if detached() {
 				return fail(errDetached("IFDI_TXQ_SETUP"))
@@ -287,7 +287,7 @@ func Register(a Attachment) (*Context, error) {
 		}
 		for i := range c.rxqs {
 			if err := qs.RxqSetup(c, i); err != nil {
-				return fail(fmt.Errorf("iflib: %s: IFDI_RXQ_SETUP: %w", c.name, err))
+				return fail(c.ifdiErr("IFDI_RXQ_SETUP", err))
 			}
 			if detached() {
 				return fail(errDetached("IFDI_RXQ_SETUP"))
@@ -309,7 +309,7 @@ func Register(a Attachment) (*Context, error) {
 	c.sysctl.Store(c.buildSysctl())
 	if ap, ok := c.dev.(AttachPoster); ok {
 		if err := ap.AttachPost(c); err != nil {
-			return fail(fmt.Errorf("iflib: %s: IFDI_ATTACH_POST: %w", c.name, err))
+			return fail(c.ifdiErr("IFDI_ATTACH_POST", err))
 		}
 		if detached() {
 			return fail(errDetached("IFDI_ATTACH_POST"))

@@ -325,3 +325,52 @@ func TestTimerFencedFromAdminTask(t *testing.T) {
 	require.NotZero(t, d.admins.Load())
 	require.Zero(t, d.overlaps.Load(), "IFDI_TIMER overlapped an admin IFDI call (%d timers, %d admin passes)", d.timers.Load(), d.admins.Load())
 }
+
+// failDev fails one IFDI method.
+type failDev struct {
+	*fakeNIC
+	method string
+}
+
+var errDriver = errors.New("the driver's own error")
+
+func (d *failDev) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
+	if d.method == "IFDI_ATTACH_PRE" {
+		return errDriver
+	}
+	return d.fakeNIC.AttachPre(ctx, sc)
+}
+func (d *failDev) Init(ctx *iflib.Context) error {
+	if d.method == "IFDI_INIT" {
+		return errDriver
+	}
+	return d.fakeNIC.Init(ctx)
+}
+func (d *failDev) AttachPost(*iflib.Context) error {
+	if d.method == "IFDI_ATTACH_POST" {
+		return errDriver
+	}
+	return nil
+}
+
+// Every error is typed: a driver's IFDI method failing reaches the caller
+// as an *IFDIError naming the method, which unwraps to the driver's error.
+func TestIFDIErrorsAreTyped(t *testing.T) {
+	for _, method := range []string{"IFDI_ATTACH_PRE", "IFDI_ATTACH_POST", "IFDI_INIT"} {
+		space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20})
+		require.NoError(t, err)
+		f, err := tryFake(t, fakeOpts{space: space, wrap: func(f *fakeNIC) iflib.Device { return &failDev{fakeNIC: f, method: method} }})
+		if method == "IFDI_INIT" {
+			require.NoError(t, err)
+			err = f.ctx.Init()
+			require.False(t, f.ctx.Running())
+			defer f.close()
+		} else {
+			require.Zero(t, space.Allocated())
+		}
+		var ie *iflib.IFDIError
+		require.ErrorAs(t, err, &ie, method)
+		require.Equal(t, method, ie.Method)
+		require.ErrorIs(t, err, errDriver)
+	}
+}

@@ -174,3 +174,25 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 func cfgErr(field string, v any, reason string) error {
 	return &ConfigError{Field: field, Value: v, Reason: reason}
 }
+
+// IFDIError is a driver's IFDI method failing: Register (IFDI_ATTACH_PRE,
+// the queue allocations and setups, IFDI_ATTACH_POST), Init (IFDI_INIT)
+// and Detach (IFDI_DETACH) return the driver's error wrapped in one, so a
+// caller can tell it from iflib's own (errors.As) and still match the
+// driver's error (errors.Is, Unwrap).
+type IFDIError struct {
+	Interface string // the context's name
+	Method    string // IFDI_ATTACH_PRE, IFDI_INIT, …
+	Err       error  // the driver's error
+}
+
+func (e *IFDIError) Error() string {
+	return "iflib: " + e.Interface + ": " + e.Method + ": " + e.Err.Error()
+}
+
+// Unwrap returns the driver's error.
+func (e *IFDIError) Unwrap() error { return e.Err }
+
+func (c *Context) ifdiErr(method string, err error) error {
+	return &IFDIError{Interface: c.name, Method: method, Err: err}
+}

@@ -2,7 +2,6 @@ package iflib
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"time"
 
@@ -71,7 +70,7 @@ func (c *Context) initLocked() error {
 		return ErrBusy
 	}
 	if err := c.dev.Init(c); err != nil {
-		return fmt.Errorf("iflib: %s: IFDI_INIT: %w", c.name, err)
+		return c.ifdiErr("IFDI_INIT", err)
 	}
 	for _, q := range c.rxqs {
 		q.setup()
@@ -284,7 +283,7 @@ func (c *Context) detachLocked() error {
 	c.state.Store(int32(stateDetached))
 	close(c.detached)
 	if err != nil {
-		err = fmt.Errorf("iflib: %s: IFDI_DETACH: %w", c.name, err)
+		err = c.ifdiErr("IFDI_DETACH", err)
 	}
 	return errors.Join(leak, err)
 }
