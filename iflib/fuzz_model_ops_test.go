@@ -86,11 +86,22 @@ var params = []param{
 	{"sh.NRxdMax[0]", 4096, func(r *regSpec, v int) { r.shared = append(r.shared, func(s *iflib.SharedCtx) { s.NRxdMax[0] = v }) }},
 	{"sh.NFL", 1, func(r *regSpec, v int) { r.shared = append(r.shared, func(s *iflib.SharedCtx) { s.NFL = v }) }},
 	{"sh.NTxQs", 1, func(r *regSpec, v int) { r.shared = append(r.shared, func(s *iflib.SharedCtx) { s.NTxQs = v }) }},
+	{"sh.NRxQs", 1, func(r *regSpec, v int) { r.shared = append(r.shared, func(s *iflib.SharedCtx) { s.NRxQs = v }) }},
+	{"sh.NRxdMin[0]", 64, func(r *regSpec, v int) { r.shared = append(r.shared, func(s *iflib.SharedCtx) { s.NRxdMin[0] = v }) }},
+	{"sh.NRxdDefault[0]", 1024, func(r *regSpec, v int) {
+		r.shared = append(r.shared, func(s *iflib.SharedCtx) { s.NRxdDefault[0] = v })
+	}},
+	{"sh.Flags", 0, func(r *regSpec, v int) {
+		r.shared = append(r.shared, func(s *iflib.SharedCtx) { s.Flags = iflib.SharedFlags(uint32(v)) })
+	}},
 	// SoftcCtx (after simnic's AttachPre)
 	{"sc.NTxQSets", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NTxQSets = v }) }},
 	{"sc.NRxQSetsMax", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NRxQSetsMax = v }) }},
 	{"sc.TxdSize[0]", 16, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxdSize[0] = v }) }},
-	{"sc.TxQSizes[0]", 2048, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxQSizes[0] = v }) }},
+	{"sc.NRxQSets", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NRxQSets = v }) }},
+	{"sc.NTxQSetsMax", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NTxQSetsMax = v }) }},
+	{"sc.RxdSize[0]", 16, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.RxdSize[0] = v }) }},
+	{"sc.TxTSOSegSizeMax", 4096, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxTSOSegSizeMax = v }) }},
 	{"sc.TxNSegments", 8, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxNSegments = v }) }},
 	{"sc.TxTSOSegmentsMax", 16, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxTSOSegmentsMax = v }) }},
 	{"sc.TxPad", 2, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxPad = v }) }},
@@ -104,8 +115,8 @@ var params = []param{
 
 // registerErrs are the errors Register documents: a *ConfigError (iflib's
 // or simnic's), ErrDetached (a hook called Detach), a busdma error when
-// the space cannot provide the memory, cpumap's placement errors, and the
-// driver's own IFDI errors (simnic's ErrBusy).
+// the space cannot provide the memory, cpumap's placement errors, and an
+// *IFDIError (a driver's method failed; expect accepts it).
 var registerErrs = []error{iflib.ErrConfig, simnic.ErrConfig, iflib.ErrDetached, simnic.ErrBusy,
 	busdma.ErrNoMem, busdma.ErrInvalid, busdma.ErrTooBig, cpumap.ErrCoreOffset, cpumap.ErrQueueCount}
 
