@@ -70,8 +70,11 @@ func (c *Context) Transmit(m *Packet) error {
 //
 // Ownership passes to iflib for every packet, as with Transmit. It returns
 // how many were accepted (sent or queued); each other packet was freed and
-// counted as Transmit would, and err is the first such error. The entries
-// of pkts are set to nil; the slice is not kept.
+// counted as Transmit would (or kept by the caller: ErrNilPacket,
+// ErrForeignPacket, ErrUseAfterFree), and err is the first such error met:
+// the per-packet checks run over the whole batch before the runs are sent,
+// so a check's error comes before a queue's. The entries of pkts are set to
+// nil; the slice is not kept.
 func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
 	var first error
 	note := func(err error) {
