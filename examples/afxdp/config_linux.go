@@ -46,6 +46,13 @@ type Config struct {
 	// ifsd_ba) or sends without PREWRITE is reported. It copies every frame
 	// once more: for tests.
 	Checker *busdma.Checker
+	// KeepPartialChecksums hands received frames up exactly as the kernel
+	// delivered them. By default the driver passes every received frame
+	// through CompleteChecksum before the input callback, so that TCP and
+	// UDP from a Linux peer whose TX checksum offload is on (veth's
+	// default) arrive with valid checksums; Stats.PartialChecksums counts
+	// the frames it completed.
+	KeepPartialChecksums bool
 	// Logf receives the driver's rare notices (the zero-copy fallback).
 	// nil: silent.
 	Logf func(format string, args ...any)

@@ -38,6 +38,24 @@
 // mp_ring and simple_tx mode) beside it, with the CPU time and the system
 // calls each spends per frame.
 //
+// Partial checksums (the veth trap): a Linux socket sending through a
+// device with TX checksum offload on — veth's default, and most virtual
+// devices' — leaves its TCP and UDP checksums for the hardware to finish
+// (CHECKSUM_PARTIAL), and veth hands the frame on unfinished, so AF_XDP
+// receives segments whose checksum field holds only the pseudo-header
+// sum. Any stack, or any kernel the frames are forwarded to, drops them:
+// TCP and UDP get nothing at all while ping works (ICMP checksums are
+// computed in software). The kernel gives XDP and AF_XDP no checksum
+// state (its RX metadata kfuncs cover the timestamp, RSS hash and VLAN
+// tag), so by default the driver completes such frames itself before the
+// input callback (CompleteChecksum: the field equals the pseudo-header
+// sum and the frame does not verify), counted in Stats.PartialChecksums;
+// Config.KeepPartialChecksums turns that off. The alternative is to turn
+// the sender's offload off, `ethtool -K <peer> tx off`, on every
+// interface that sends towards the driver. Frames the driver transmits
+// carry whatever checksums the program wrote: complete ones (a stack,
+// a forwarder of completed frames).
+//
 // Limits: receive is single-buffer (the MTU must fit in one frame after
 // XDP_PACKET_HEADROOM; iflib's if_rxd_frag has no per-fragment offset, and
 // every AF_XDP multi-buffer fragment starts 256 bytes into its frame), and

@@ -3,6 +3,8 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -43,6 +45,7 @@ type Driver struct {
 	ctx     *iflib.Context
 	ifindex int
 	mtu     int
+	mac     net.HardwareAddr
 
 	q []*queue
 
@@ -124,7 +127,7 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 		return nil, fmt.Errorf("afxdp: look up %q: %w", cfg.Interface, err)
 	}
 	at := l.Attrs()
-	d.ifindex, d.mtu = at.Index, at.MTU
+	d.ifindex, d.mtu, d.mac = at.Index, at.MTU, slices.Clone(at.HardwareAddr)
 	nq := min(at.NumRxQueues, at.NumTxQueues)
 	for _, q := range cfg.QueueIDs {
 		if nq > 0 && q >= nq {
@@ -162,6 +165,12 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	for i, qid := range cfg.QueueIDs {
 		d.q[i] = newQueue(d, i, qid)
 	}
+	if in := a.Input; in != nil && !cfg.KeepPartialChecksums {
+		a.Input = func(qid int, pkts []*iflib.Packet) {
+			d.completeChecksums(qid, pkts)
+			in(qid, pkts)
+		}
+	}
 	a.Driver = d
 	a.Shared = Shared(fs)
 	a.Bus = d.bus
@@ -182,6 +191,28 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 
 // ethHdrLen is ETHER_HDR_LEN: the MTU excludes the Ethernet header.
 const ethHdrLen = 14
+
+// ethCRCLen is ETHER_CRC_LEN. FreeBSD drivers count it in
+// isc_max_frame_size (em_if_mtu_set: mtu + ETHER_HDR_LEN + ETHER_CRC_LEN)
+// although the FCS never reaches memory, so MaxFrameSize − 18 is the MTU
+// for every driver that follows the convention.
+const ethCRCLen = 4
+
+// completeChecksums finishes the checksums Linux senders left partial
+// (CompleteChecksum) in a received batch, which the driver's input
+// wrapper owns until it passes the batch on. Packets are single buffers
+// (receive is single-buffer; copied small frames too).
+func (d *Driver) completeChecksums(qid int, pkts []*iflib.Packet) {
+	var n uint64
+	for _, m := range pkts {
+		if m.Next == nil && CompleteChecksum(m.Bytes()) {
+			n++
+		}
+	}
+	if n > 0 && qid >= 0 && qid < len(d.q) {
+		d.q[qid].st.csumDone.Add(n)
+	}
+}
 
 // ringShadowFrames is the UMEM iflib takes for its descriptor-ring memory
 // (this driver's rings are the kernel's; iflib's copies stay unused).
@@ -224,6 +255,10 @@ func (d *Driver) Bus() *busdma.Device { return d.bus }
 // IfIndex is the interface index in its namespace.
 func (d *Driver) IfIndex() int { return d.ifindex }
 
+// HardwareAddr is the interface's MAC address as Attach found it (a copy).
+// iflib has no if_getlladdr yet; a stack on this driver uses this.
+func (d *Driver) HardwareAddr() net.HardwareAddr { return slices.Clone(d.mac) }
+
 // ZeroCopy reports whether the sockets of the last Init bound with
 // XDP_ZEROCOPY.
 func (d *Driver) ZeroCopy() bool { return d.zc.Load() }
@@ -237,7 +272,7 @@ func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.RxQSizes[0] = sc.NRxd[0] * sc.RxdSize[0]
 	sc.TxNSegments = 1
 	sc.RxdBufSize[0] = d.umem.FrameSize()
-	sc.MaxFrameSize = d.mtu + ethHdrLen
+	sc.MaxFrameSize = d.mtu + ethHdrLen + ethCRCLen
 	sc.TxRx = d
 	return nil
 }

@@ -61,6 +61,7 @@ type queueStats struct {
 	fillDeferred  atomic.Uint64 // frames that waited for fill-ring room
 	badDescs      atomic.Uint64 // RX descriptors refused
 	txRingFull    atomic.Uint64 // TX ring without room (should stay 0)
+	csumDone      atomic.Uint64 // partial checksums completed (CompleteChecksum)
 }
 
 func newQueue(d *Driver, id, qid int) *queue {

@@ -24,6 +24,10 @@ type Stats struct {
 	FillDeferred  uint64 // frames that waited for fill-ring room
 	BadDescs      uint64 // RX descriptors naming no posted frame
 	TxRingFull    uint64 // encaps refused for lack of TX-ring room
+	// PartialChecksums are received frames whose TCP or UDP checksum a
+	// Linux sender had left partial (CHECKSUM_PARTIAL) and the driver
+	// completed before the input callback (see CompleteChecksum).
+	PartialChecksums uint64
 }
 
 func (s *Stats) addXDP(x unix.XDPStatistics) {
@@ -46,6 +50,7 @@ func (s *Stats) addQueue(q *queueStats) {
 	s.FillDeferred += q.fillDeferred.Load()
 	s.BadDescs += q.badDescs.Load()
 	s.TxRingFull += q.txRingFull.Load()
+	s.PartialChecksums += q.csumDone.Load()
 }
 
 // Stats returns the counters. It may run concurrently with anything.

@@ -1,0 +1,140 @@
+package afxdp
+
+import "encoding/binary"
+
+// CompleteChecksum finishes the TCP or UDP checksum of an Ethernet frame
+// that a Linux sender left partial, and reports whether it changed the
+// frame.
+//
+// A Linux socket sending through a device with TX checksum offload (veth's
+// default, and most virtual devices') leaves the L4 checksum to the
+// "hardware": the skb is CHECKSUM_PARTIAL and its checksum field holds only
+// the folded pseudo-header sum (__tcp_v4_send_check, udp4_hwcsum). veth
+// never finishes it, because its receiver takes the skb's checksum state
+// with it; AF_XDP hands user space the bytes alone. The kernel exposes no
+// checksum state to XDP or AF_XDP (the XDP RX metadata kfuncs of Linux 6.18
+// give a timestamp, the RSS hash and the VLAN tag only), so the frame
+// itself is the only witness: a field equal to the pseudo-header sum is
+// what CHECKSUM_PARTIAL leaves, and the frame does not verify.
+//
+// So a frame is completed when it is unfragmented IPv4 or IPv6 (without
+// extension headers, optionally behind one 802.1Q tag) carrying TCP or UDP
+// whose lengths agree with the IP header, whose checksum field equals the
+// pseudo-header sum, and whose checksum does not already verify (a complete
+// checksum can equal the pseudo-header sum by chance: one frame in 65536).
+// The checksum is then computed as the device would have: over the L4
+// bytes from csum_start, the seeded field included, stored complemented.
+//
+// What a user must know: a frame corrupted in flight whose checksum field
+// happens to equal the pseudo-header sum would be accepted. On veth there
+// is no flight (memory to memory) and a real NIC checks the Ethernet FCS,
+// so that is the FCS's residue; where it matters, turn the sender's
+// offload off (ethtool -K <peer> tx off) and the frames arrive complete.
+//
+// Every other frame is left alone, including truncated or malformed ones
+// (for the stack to reject) and frames whose checksum verifies.
+func CompleteChecksum(frame []byte) bool {
+	b := frame
+	if len(b) < 14 {
+		return false
+	}
+	et := binary.BigEndian.Uint16(b[12:14])
+	b = b[14:]
+	if et == 0x8100 {
+		if len(b) < 4 {
+			return false
+		}
+		et = binary.BigEndian.Uint16(b[2:4])
+		b = b[4:]
+	}
+	var pseudo uint64
+	var proto byte
+	var l4 []byte
+	switch et {
+	case 0x0800:
+		if len(b) < 20 || b[0]>>4 != 4 {
+			return false
+		}
+		hl := int(b[0]&0x0f) * 4
+		tl := int(binary.BigEndian.Uint16(b[2:4]))
+		if hl < 20 || tl < hl || tl > len(b) {
+			return false
+		}
+		if binary.BigEndian.Uint16(b[6:8])&0x3fff != 0 {
+			return false // a fragment: its checksum spans other frames
+		}
+		proto, l4 = b[9], b[hl:tl]
+		pseudo = sum16(b[12:20], 0)
+	case 0x86dd:
+		if len(b) < 40 || b[0]>>4 != 6 {
+			return false
+		}
+		pl := int(binary.BigEndian.Uint16(b[4:6]))
+		if 40+pl > len(b) {
+			return false
+		}
+		proto, l4 = b[6], b[40:40+pl]
+		pseudo = sum16(b[8:40], 0)
+	default:
+		return false
+	}
+	var off int
+	switch proto {
+	case 6:
+		if len(l4) < 20 {
+			return false
+		}
+		off = 16
+	case 17:
+		if len(l4) < 8 || int(binary.BigEndian.Uint16(l4[4:6])) != len(l4) {
+			return false
+		}
+		off = 6
+	default:
+		return false
+	}
+	pseudo += uint64(proto) + uint64(len(l4))
+	seed := fold(pseudo)
+	field := binary.BigEndian.Uint16(l4[off:])
+	if field != seed && !(field == 0 && seed == 0xffff) && !(field == 0xffff && seed == 0) {
+		return false
+	}
+	body := fold(sum16(l4, 0))
+	if fold(uint64(body)+pseudo) == 0xffff {
+		return false // it verifies as it is
+	}
+	// The device's computation: ones' complement sum from csum_start over
+	// the seeded field, complemented; UDP sends a zero as all ones.
+	c := ^body
+	if c == 0 && proto == 17 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(l4[off:], c)
+	return true
+}
+
+// sum16 adds b as big-endian 16-bit words (an odd last byte padded with
+// zero) to acc, without folding.
+func sum16(b []byte, acc uint64) uint64 {
+	for len(b) >= 8 {
+		v := binary.BigEndian.Uint64(b)
+		acc += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
+		b = b[8:]
+	}
+	for len(b) >= 2 {
+		acc += uint64(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		acc += uint64(b[0]) << 8
+	}
+	return acc
+}
+
+// fold folds a sum to 16 bits with end-around carries.
+func fold(acc uint64) uint16 {
+	for acc>>16 != 0 {
+		acc = acc&0xffff + acc>>16
+	}
+	return uint16(acc)
+}
