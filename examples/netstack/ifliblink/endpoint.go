@@ -1,0 +1,424 @@
+package ifliblink
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Ethernet sizes: ETHER_HDR_LEN and ETHER_CRC_LEN. FreeBSD drivers set
+// isc_max_frame_size to the MTU plus both (em_if_mtu_set), so the MTU is
+// MaxFrameSize − 18.
+const (
+	etherHdrLen = header.EthernetMinimumSize
+	etherCRCLen = 4
+)
+
+// defaultMTU is the MTU before the first Bind (ETHERMTU).
+const defaultMTU = 1500
+
+// DefaultTxWait is Options.TxWait's default.
+const DefaultTxWait = 20 * time.Millisecond
+
+// minClusterSize is the smallest TX zone cluster the endpoint takes: the
+// Ethernet, IP and TCP headers with options of any frame must fit in the
+// first buffer, where the checksum offload writes its seed.
+const minClusterSize = 256
+
+var (
+	// ErrNoZone is New without a TX zone.
+	ErrNoZone = errors.New("ifliblink: no TX zone")
+	// ErrSmallClusters is a TX zone whose clusters cannot hold a frame's
+	// headers.
+	ErrSmallClusters = errors.New("ifliblink: TX zone clusters too small for the headers")
+	// ErrBadMAC is an Options.MAC that is not a unicast Ethernet address.
+	ErrBadMAC = errors.New("ifliblink: not a unicast Ethernet address")
+	// ErrNilContext is Bind(nil).
+	ErrNilContext = errors.New("ifliblink: nil iflib context")
+	// ErrOffloads is Bind to a context that lacks an offload the endpoint
+	// has already advertised to the stack (connections built on it would
+	// send packets the new device cannot take).
+	ErrOffloads = errors.New("ifliblink: the context lacks an offload already advertised")
+	// ErrMTU is Bind to a context whose frames cannot carry the MTU in
+	// force.
+	ErrMTU = errors.New("ifliblink: the context's frames are smaller than the MTU in force")
+)
+
+// Options configure New. Only TxZone is required.
+type Options struct {
+	// TxZone is where WritePackets takes the packets it copies frames
+	// into: a zone on the device's busdma space (simnic: NIC.Bus().Space();
+	// AF_XDP: UMEM.NewZone). Size it above the TX ring plus the software
+	// ring plus TxNSegments per queue (iflib reclaims lazily, so that many
+	// packets may stay on the ring while the link is idle), or rely on
+	// TxWait. Clusters of at least 256 bytes; a frame larger than one
+	// cluster is chained.
+	TxZone *iflib.Zone
+	// MAC is the endpoint's Ethernet address. Default: the driver's when it
+	// has one (see HardwareAddr), else a random locally administered
+	// address.
+	MAC tcpip.LinkAddress
+	// HardwareAddr, when set, is asked for the device's address at the
+	// first Bind if MAC is empty (afxdp: Driver.HardwareAddr). iflib has no
+	// if_getlladdr yet (the control-plane work adds one; then this goes).
+	HardwareAddr func() []byte
+	// MTU is the IP MTU (0: the device's, MaxFrameSize − 18). A larger
+	// value is clamped to the device's.
+	MTU uint32
+	// TxWait is how long WritePackets waits for a packet when the TX zone is
+	// empty before it drops (0: DefaultTxWait; negative: never wait).
+	TxWait time.Duration
+	// NoOffload ignores the device's checksum offload and TSO: gVisor
+	// computes every checksum and sends MTU-sized segments.
+	NoOffload bool
+	// NoTSO ignores the device's TSO only.
+	NoTSO bool
+	// NoGSO turns off gVisor's software GSO on a device without TSO:
+	// gVisor then hands WritePackets one segment at a time instead of a
+	// burst of up to 64 KiB cut into MTU-sized segments.
+	NoGSO bool
+	// PerPacket sends with Context.Transmit per packet instead of one
+	// Context.TransmitBatch per WritePackets call (for comparison).
+	PerPacket bool
+}
+
+// Endpoint is a gVisor stack.LinkEndpoint (and stack.GSOEndpoint) over an
+// iflib context: an Ethernet NIC for the stack. See the package doc for
+// the data path, ownership and copies.
+//
+// Concurrency: WritePackets may run on any number of goroutines; Input
+// runs on iflib's RX tasks; Bind, Attach, SetMTU, SetLinkAddress, Close
+// and every getter may run concurrently with both. The context pointer,
+// the dispatcher and the MTU are atomics; the rest of the configuration
+// is fixed at the first Bind and guarded by mu.
+type Endpoint struct {
+	zone    *iflib.Zone
+	opts    Options
+	txWait  time.Duration
+	ctx     atomic.Pointer[iflib.Context]
+	disp    atomic.Pointer[dispatcher]
+	mtu     atomic.Uint32
+	maxMTU  atomic.Uint32
+	closed  atomic.Bool
+	batches sync.Pool // *[]*iflib.Packet scratch of WritePackets
+
+	mac atomic.Pointer[[header.EthernetAddressSize]byte]
+
+	mu      sync.Mutex
+	bound   bool // the first Bind happened: caps, txCsum and gso are fixed
+	caps    stack.LinkEndpointCapabilities
+	txCsum  iflib.CsumFlags // device checksum offloads in use
+	tso     bool            // host GSO mapped to the device's TSO
+	gsoMax  uint32
+	onClose func()
+
+	st counters
+}
+
+// dispatcher boxes the stack's dispatcher for an atomic pointer.
+type dispatcher struct{ d stack.NetworkDispatcher }
+
+var (
+	_ stack.LinkEndpoint = (*Endpoint)(nil)
+	_ stack.GSOEndpoint  = (*Endpoint)(nil)
+)
+
+// batchMax is the most packets WritePackets hands iflib in one
+// TransmitBatch call (gVisor's bursts are at most 64 KiB of segments).
+const batchMax = 64
+
+// New returns an endpoint that takes its TX packets from opts.TxZone. Its
+// Input method is iflib's if_input: pass it as Attachment.Input when the
+// driver registers, then Bind the context the driver returns, then hand
+// the endpoint to stack.CreateNIC.
+func New(opts Options) (*Endpoint, error) {
+	if opts.TxZone == nil {
+		return nil, ErrNoZone
+	}
+	if cs := opts.TxZone.ClusterSize(); cs < minClusterSize {
+		return nil, fmt.Errorf("%w: %d-byte clusters, want at least %d", ErrSmallClusters, cs, minClusterSize)
+	}
+	if opts.MAC != "" {
+		if err := checkMAC(opts.MAC); err != nil {
+			return nil, err
+		}
+	}
+	e := &Endpoint{zone: opts.TxZone, opts: opts, txWait: opts.TxWait}
+	if opts.MAC != "" {
+		e.setMAC(opts.MAC)
+	}
+	if e.txWait == 0 {
+		e.txWait = DefaultTxWait
+	}
+	e.batches.New = func() any { b := make([]*iflib.Packet, 0, batchMax); return &b }
+	e.caps = stack.CapabilityResolutionRequired
+	mtu := opts.MTU
+	if mtu == 0 {
+		mtu = defaultMTU // until Bind
+	}
+	e.mtu.Store(mtu)
+	e.maxMTU.Store(mtu)
+	return e, nil
+}
+
+func checkMAC(a tcpip.LinkAddress) error {
+	if len(a) != header.EthernetAddressSize || a[0]&1 != 0 || a == header.UnspecifiedEthernetAddress {
+		return fmt.Errorf("%w: %q", ErrBadMAC, a)
+	}
+	return nil
+}
+
+// Bind makes ctx the context the endpoint transmits on. The first Bind
+// fixes the link identity gVisor sees: the MTU (Options.MTU, else the
+// device's MaxFrameSize − 18), the MAC and the offloads the device
+// advertises (SoftcCtx.TxCsumFlags, TxTSOSizeMax), so bind before
+// stack.CreateNIC. A later Bind (the driver detached and attached again,
+// say) must offer every offload already advertised (ErrOffloads) and
+// frames as large as the MTU in force (ErrMTU); it then takes over at once.
+//
+// Control plane: iflib has no MTU, MAC or offload-capability interface
+// yet (FreeBSD's if_getmtu/IFDI_MTU_SET, iflib_set_mac/if_getlladdr,
+// isc_capabilities/capenable). When it does, this is where the endpoint
+// reads them, and SetMTU/SetLinkAddress forward to them.
+func (e *Endpoint) Bind(ctx *iflib.Context) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
+	sc := ctx.Softc()
+	devMTU := uint32(max(sc.MaxFrameSize-etherHdrLen-etherCRCLen, 0))
+	csum, tso, gsoMax := e.offloads(sc)
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.bound {
+		mtu := e.opts.MTU
+		if mtu == 0 || mtu > devMTU {
+			mtu = devMTU
+		}
+		e.mtu.Store(mtu)
+		e.maxMTU.Store(devMTU)
+		if e.mac.Load() == nil {
+			e.setMAC(e.deviceMAC())
+		}
+		e.txCsum, e.tso, e.gsoMax = csum, tso, gsoMax
+		if csum&(iflib.CsumIPTCP|iflib.CsumIPUDP) == iflib.CsumIPTCP|iflib.CsumIPUDP {
+			e.caps |= stack.CapabilityTXChecksumOffload
+		}
+		e.bound = true
+		e.ctx.Store(ctx)
+		return nil
+	}
+	if csum&e.txCsum != e.txCsum || (e.tso && !tso) {
+		return fmt.Errorf("%w: advertised %#x (TSO %v), %s offers %#x (TSO %v)", ErrOffloads, uint32(e.txCsum), e.tso, ctx.Name(), uint32(csum), tso)
+	}
+	if mtu := e.mtu.Load(); mtu > devMTU {
+		return fmt.Errorf("%w: MTU %d, %s carries %d", ErrMTU, mtu, ctx.Name(), devMTU)
+	}
+	e.maxMTU.Store(devMTU)
+	e.ctx.Store(ctx)
+	return nil
+}
+
+// offloads is what the endpoint may ask of a device: the checksum
+// offloads gVisor's packets can use, and TSO for host GSO.
+func (e *Endpoint) offloads(sc iflib.SoftcCtx) (csum iflib.CsumFlags, tso bool, gsoMax uint32) {
+	if e.opts.NoOffload {
+		return 0, false, 0
+	}
+	csum = sc.TxCsumFlags & (iflib.CsumIPTCP | iflib.CsumIPUDP | iflib.CsumIP6TCP | iflib.CsumIP6UDP | iflib.CsumIPTSO)
+	if !e.opts.NoTSO && csum&iflib.CsumIPTSO != 0 && csum&iflib.CsumIPTCP != 0 && sc.TxTSOSizeMax > 0 {
+		tso = true
+		gsoMax = uint32(min(sc.TxTSOSizeMax, 1<<16-1))
+	}
+	return csum &^ iflib.CsumIPTSO, tso, gsoMax
+}
+
+// deviceMAC is the driver's address when Options.HardwareAddr gives a
+// unicast one, else a random locally administered address.
+func (e *Endpoint) deviceMAC() tcpip.LinkAddress {
+	if e.opts.HardwareAddr != nil {
+		if a := tcpip.LinkAddress(e.opts.HardwareAddr()); checkMAC(a) == nil {
+			return a
+		}
+	}
+	var b [header.EthernetAddressSize]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	b[0] = b[0]&^1 | 2     // unicast, locally administered
+	return tcpip.LinkAddress(b[:])
+}
+
+// Context returns the bound context (nil before Bind).
+func (e *Endpoint) Context() *iflib.Context { return e.ctx.Load() }
+
+// LinkUp reports whether frames can leave: the endpoint is bound and not
+// closed, and its context runs (not stopped, not detached) with the link
+// up. WritePackets refuses every packet while it is false (counted in
+// TxLinkDown). gVisor's LinkEndpoint has no carrier state to report this
+// through, so it is polled here; iflib has no link-change subscription
+// yet (the control-plane work adds one: then a subscriber here can tell
+// the stack).
+func (e *Endpoint) LinkUp() bool {
+	c := e.ctx.Load()
+	return c != nil && !e.closed.Load() && c.Running() && c.LinkState() == iflib.LinkStateUp
+}
+
+// MTU implements stack.LinkEndpoint: the IP MTU.
+func (e *Endpoint) MTU() uint32 { return e.mtu.Load() }
+
+// SetMTU implements stack.LinkEndpoint. The MTU is clamped to what the
+// device's frames carry; the device itself is not told (iflib has no
+// IFDI_MTU_SET yet: when it has, SetMTU forwards there).
+func (e *Endpoint) SetMTU(mtu uint32) { e.mtu.Store(min(mtu, e.maxMTU.Load())) }
+
+// MaxHeaderLength implements stack.LinkEndpoint: an Ethernet header.
+func (e *Endpoint) MaxHeaderLength() uint16 { return etherHdrLen }
+
+// LinkAddress implements stack.LinkEndpoint. Before the first Bind
+// without Options.MAC it picks the address Bind would.
+func (e *Endpoint) LinkAddress() tcpip.LinkAddress {
+	if a := e.mac.Load(); a != nil {
+		return tcpip.LinkAddress(a[:])
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mac.Load() == nil {
+		e.setMAC(e.deviceMAC())
+	}
+	return tcpip.LinkAddress(e.mac.Load()[:])
+}
+
+// SetLinkAddress implements stack.LinkEndpoint: the address the endpoint
+// writes as the source and accepts unicast frames for. A device that
+// filters by destination address is not told (iflib has no iflib_set_mac
+// yet: when it has, the address goes there too). Anything but a unicast
+// Ethernet address is ignored.
+func (e *Endpoint) SetLinkAddress(a tcpip.LinkAddress) {
+	if checkMAC(a) == nil {
+		e.setMAC(a)
+	}
+}
+
+func (e *Endpoint) setMAC(a tcpip.LinkAddress) {
+	var b [header.EthernetAddressSize]byte
+	copy(b[:], a)
+	e.mac.Store(&b)
+}
+
+// isOurs reports whether a destination address is the endpoint's.
+func (e *Endpoint) isOurs(dst []byte) bool {
+	a := e.mac.Load()
+	return a != nil && [header.EthernetAddressSize]byte(dst) == *a
+}
+
+// Capabilities implements stack.LinkEndpoint: address resolution (ARP),
+// and TX checksum offload when the device inserts IPv4 TCP and UDP
+// checksums. RX checksum offload is never claimed: gVisor reads it per
+// NIC, not per packet, and a reassembled fragment inherits it, so the
+// endpoint would have to verify every datagram itself (it drops only the
+// frames the device found bad).
+func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.caps
+}
+
+// GSOMaxSize implements stack.GSOEndpoint.
+func (e *Endpoint) GSOMaxSize() uint32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.tso:
+		return e.gsoMax
+	case e.opts.NoGSO || e.opts.NoOffload:
+		return 0
+	default:
+		return stack.GVisorGSOMaxSize
+	}
+}
+
+// SupportedGSO implements stack.GSOEndpoint: host GSO (the device's TSO)
+// when the device has TSO, else gVisor's own GSO (segments handed over in
+// one WritePackets burst) unless Options.NoGSO or NoOffload.
+func (e *Endpoint) SupportedGSO() stack.SupportedGSO {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.tso:
+		return stack.HostGSOSupported
+	case e.opts.NoGSO || e.opts.NoOffload:
+		return stack.GSONotSupported
+	default:
+		return stack.GVisorGSOSupported
+	}
+}
+
+// Attach implements stack.LinkEndpoint: the stack's NIC (nil when the NIC
+// is removed; Input then frees what arrives, counted in RxNoDispatcher).
+func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
+	if d == nil {
+		e.disp.Store(nil)
+		return
+	}
+	e.disp.Store(&dispatcher{d})
+}
+
+// IsAttached implements stack.LinkEndpoint.
+func (e *Endpoint) IsAttached() bool { return e.disp.Load() != nil }
+
+// Wait implements stack.LinkEndpoint. The endpoint starts no goroutine:
+// iflib's tasks call Input, and the stack's goroutines call WritePackets.
+func (e *Endpoint) Wait() {}
+
+// ARPHardwareType implements stack.LinkEndpoint.
+func (e *Endpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }
+
+// AddHeader implements stack.LinkEndpoint: the Ethernet header.
+func (e *Endpoint) AddHeader(pkt *stack.PacketBuffer) {
+	eth := header.Ethernet(pkt.LinkHeader().Push(etherHdrLen))
+	src := pkt.EgressRoute.LocalLinkAddress
+	if src == "" {
+		src = e.LinkAddress()
+	}
+	eth.Encode(&header.EthernetFields{
+		SrcAddr: src,
+		DstAddr: pkt.EgressRoute.RemoteLinkAddress,
+		Type:    pkt.NetworkProtocolNumber,
+	})
+}
+
+// ParseHeader implements stack.LinkEndpoint.
+func (e *Endpoint) ParseHeader(pkt *stack.PacketBuffer) bool {
+	_, ok := pkt.LinkHeader().Consume(etherHdrLen)
+	return ok
+}
+
+// Close implements stack.LinkEndpoint: the stack removed the NIC. The
+// endpoint sends nothing more; the iflib context stays the caller's (it
+// detaches it).
+func (e *Endpoint) Close() {
+	e.closed.Store(true)
+	e.disp.Store(nil)
+	e.mu.Lock()
+	f := e.onClose
+	e.onClose = nil
+	e.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// SetOnCloseAction implements stack.LinkEndpoint.
+func (e *Endpoint) SetOnCloseAction(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onClose = f
+}

@@ -1,0 +1,102 @@
+package ifliblink
+
+import (
+	"encoding/binary"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// udpChecksumOffset is uh_sum's offset in the UDP header.
+const udpChecksumOffset = 6
+
+// etherTypeVLAN is ETHERTYPE_VLAN (802.1Q).
+const etherTypeVLAN = 0x8100
+
+// Input is iflib's if_input for this endpoint: pass it as
+// Attachment.Input. Each packet of the batch is checked, copied into a
+// gVisor buffer, freed back to iflib at once, and delivered to the
+// stack's NIC (DeliverNetworkPacket) on iflib's RX task, in arrival
+// order. The copy is the one the two ownership models force: gVisor's
+// packets live in its own pooled chunks and it cannot wrap iflib's
+// clusters, and iflib needs its clusters back to refill the ring.
+//
+// Dropped here and counted (the rest is gVisor's to judge and count in
+// its own stats: malformed or bad-checksum IP, TCP and UDP, and unknown
+// EtherTypes, which it counts per protocol): frames with no NIC attached
+// (RxNoDispatcher), shorter than an Ethernet header (RxRunt), longer than
+// the MTU (RxOverMTU), addressed to another station's unicast address
+// (RxOtherHost: what a NIC's address filter drops), carrying a VLAN tag
+// the device stripped (RxVLAN: the endpoint has no VLANs), or whose
+// checksum the device found bad (RxBadCsum).
+func (e *Endpoint) Input(_ int, pkts []*iflib.Packet) {
+	dp := e.disp.Load()
+	for _, m := range pkts {
+		e.input(dp, m)
+	}
+}
+
+func (e *Endpoint) input(dp *dispatcher, m *iflib.Packet) {
+	n := m.ChainLen()
+	if c := e.drop(dp, m, n); c != counterNone {
+		m.Free()
+		e.st.add(c, 1)
+		return
+	}
+	v := buffer.NewViewSize(n)
+	b := v.AsSlice()
+	off := 0
+	for p := m; p != nil; p = p.Next {
+		off += copy(b[off:], p.Bytes())
+	}
+	m.Free()
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
+	hdr, _ := pkt.LinkHeader().Consume(etherHdrLen)
+	eth := header.Ethernet(hdr)
+	switch dst := eth.DestinationAddress(); {
+	case dst == header.EthernetBroadcastAddress:
+		pkt.PktType = tcpip.PacketBroadcast
+	case header.IsMulticastEthernetAddress(dst):
+		pkt.PktType = tcpip.PacketMulticast
+	default:
+		pkt.PktType = tcpip.PacketHost
+	}
+	e.st.add(rxPackets, 1)
+	e.st.add(rxBytes, uint64(n))
+	dp.d.DeliverNetworkPacket(eth.Type(), pkt)
+	pkt.DecRef()
+}
+
+// drop says which counter a frame is dropped under, or counterNone.
+func (e *Endpoint) drop(dp *dispatcher, m *iflib.Packet, n int) counter {
+	if dp == nil {
+		return rxNoDispatcher
+	}
+	b := m.Bytes() // iflib's first buffer holds at least the Ethernet header of a whole frame
+	if n < etherHdrLen || len(b) < etherHdrLen {
+		return rxRunt
+	}
+	limit := int(e.mtu.Load()) + etherHdrLen
+	if binary.BigEndian.Uint16(b[12:14]) == etherTypeVLAN {
+		limit += 4
+	}
+	if n > limit {
+		return rxOverMTU
+	}
+	if b[0]&1 == 0 && !e.isOurs(b[:header.EthernetAddressSize]) {
+		return rxOtherHost
+	}
+	if m.Hdr.Flags&iflib.MVLANTag != 0 {
+		return rxVLAN
+	}
+	const l3 = iflib.CsumL3Calc | iflib.CsumL3Valid
+	const l4 = iflib.CsumL4Calc | iflib.CsumL4Valid
+	if f := m.Hdr.CsumFlags; f&l3 == iflib.CsumL3Calc || f&l4 == iflib.CsumL4Calc {
+		return rxBadCsum
+	}
+	return counterNone
+}

@@ -1,0 +1,211 @@
+package nsrig
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/goiflib/goiflib/busdma"
+
+	"github.com/goiflib/goiflib/examples/netstack/ifliblink"
+	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// The pair's addresses: side A and side B of one /24.
+var (
+	AddrA = netip.MustParseAddr("10.0.0.1")
+	AddrB = netip.MustParseAddr("10.0.0.2")
+)
+
+// PairConfig configures NewPair. The zero value works: MTU 1500, mp_ring
+// mode, no offloads, no faults.
+type PairConfig struct {
+	// Env is the address space both NICs live on (tests pass
+	// simnictest.NewEnv's, with the busdma checker on). nil: NewPair opens
+	// one without the checker and Close closes it.
+	Env *simnictest.Env
+	// MTU is the IP MTU (0: 1500); the NICs' MaxFrame is MTU + 18.
+	MTU int
+	// RxBufSize is the NICs' RX cluster size (0: 2048 up to MTU 1500, else
+	// 9216, so that a jumbo frame is one cluster).
+	RxBufSize int
+	// Config is iflib's configuration of both contexts (TxMode and the
+	// rest); Unit is set per side.
+	Config iflib.Config
+	// Offload turns on simnic's offloads (checksum insertion, TSO, RX
+	// checksum verification) and the endpoint uses them unless Link says
+	// otherwise.
+	Offload bool
+	// Link is the endpoints' options; TxZone is filled in by NewPair.
+	Link ifliblink.Options
+	// TxZone is each side's TX zone in packets (0: 2048) and
+	// TxClusterSize their size (0: 2048 up to MTU 1500, else 9216; 4096
+	// with TSO).
+	TxZone, TxClusterSize int
+	// Faults, when set, gives each NIC a fault schedule under this
+	// profile, seeded from Seed (side B from Seed+1).
+	Faults *simnic.Profile
+	Seed   uint64
+	// RxErrors is how the simnic driver treats a frame flagged bad.
+	RxErrors simnic.RxErrorStyle
+	// NRxd and NTxd are the NICs' ring sizes (0: simnic's, 1024).
+	NRxd, NTxd int
+	// FIFO is the NICs' receive FIFO in frames (0: simnic's, 1024).
+	FIFO int
+}
+
+// Side is one NIC of a pair with its context, endpoint and stack.
+type Side struct {
+	NIC    *simnic.NIC
+	Driver *simnic.Driver
+	Zone   *iflib.Zone
+	EP     *ifliblink.Endpoint
+	Stack  *stack.Stack
+	Addr   netip.Addr
+}
+
+// Ctx is the side's iflib context.
+func (s *Side) Ctx() *iflib.Context { return s.Driver.Context() }
+
+// Pair is two stacks on two simulated NICs joined by simnic.Connect.
+type Pair struct {
+	A, B   *Side
+	env    *simnictest.Env
+	ownEnv bool
+}
+
+// defaults fills in the zero fields.
+func (cfg *PairConfig) defaults() {
+	if cfg.MTU == 0 {
+		cfg.MTU = 1500
+	}
+	jumbo := cfg.MTU > 1500
+	if cfg.RxBufSize == 0 {
+		cfg.RxBufSize = iflib.MCLBytes
+		if jumbo {
+			cfg.RxBufSize = iflib.MJum9Bytes
+		}
+	}
+	if cfg.TxZone == 0 {
+		cfg.TxZone = 2048
+	}
+	if cfg.TxClusterSize == 0 {
+		switch {
+		case jumbo:
+			cfg.TxClusterSize = iflib.MJum9Bytes
+		case cfg.Offload && !cfg.Link.NoOffload && !cfg.Link.NoTSO:
+			cfg.TxClusterSize = iflib.MJumPageSize
+		default:
+			cfg.TxClusterSize = iflib.MCLBytes
+		}
+	}
+}
+
+// NewPair builds the pair: for each side a NIC, a TX zone, an endpoint
+// whose Input is the attachment's, the context bound and initialised,
+// and a stack on the endpoint.
+func NewPair(cfg PairConfig) (p *Pair, err error) {
+	cfg.defaults()
+	p = &Pair{env: cfg.Env}
+	if p.env == nil {
+		if p.env, err = simnictest.Open(simnictest.EnvOptions{NoChecker: true, Sim: SimConfig(cfg)}); err != nil {
+			return nil, err
+		}
+		p.ownEnv = true
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, p.Close())
+			p = nil
+		}
+	}()
+	nics := [2]*simnic.NIC{}
+	for i := range nics {
+		nc := simnic.Config{
+			Name: "simnic", Unit: i, MaxFrame: cfg.MTU + 18, RxBufSize: cfg.RxBufSize,
+			Offload: cfg.Offload, RxErrors: cfg.RxErrors, NRxd: cfg.NRxd, NTxd: cfg.NTxd, FIFO: cfg.FIFO,
+		}
+		if cfg.Faults != nil {
+			nc.Schedule = simnic.NewSchedule(cfg.Seed+uint64(i), *cfg.Faults)
+		}
+		if nics[i], err = p.env.NewNIC(nc); err != nil {
+			return p, err
+		}
+	}
+	simnic.Connect(nics[0], nics[1])
+	addrs := [2]netip.Addr{AddrA, AddrB}
+	for i, nic := range nics {
+		s := &Side{NIC: nic, Addr: addrs[i]}
+		if i == 0 {
+			p.A = s
+		} else {
+			p.B = s
+		}
+		if s.Zone, err = p.env.NewZone(fmt.Sprintf("netstack-tx%d", i), cfg.TxClusterSize, cfg.TxZone); err != nil {
+			return p, err
+		}
+		lo := cfg.Link
+		lo.TxZone = s.Zone
+		if s.EP, err = ifliblink.New(lo); err != nil {
+			return p, err
+		}
+		ic := cfg.Config
+		ic.Unit = i
+		if s.Driver, err = p.env.Attach(nic, iflib.Attachment{Config: ic, Input: s.EP.Input}); err != nil {
+			return p, err
+		}
+		if err = s.EP.Bind(s.Ctx()); err != nil {
+			return p, err
+		}
+		if err = s.Ctx().Init(); err != nil {
+			return p, err
+		}
+		if s.Stack, err = NewStack(s.EP, netip.PrefixFrom(s.Addr, 24)); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// SimConfig sizes a simulated memory for a pair under cfg: both NICs' RX
+// free-list zones and TX zones, plus the rings.
+func SimConfig(cfg PairConfig) (sc busdma.SimConfig) {
+	cfg.defaults()
+	nrxd := max(cfg.NRxd, 1024)
+	rx := (iflib.DefaultRxZoneSize(nrxd) + 64) * cfg.RxBufSize
+	tx := cfg.TxZone * cfg.TxClusterSize
+	sc.Size = 2*(rx+tx) + 32<<20
+	return sc
+}
+
+// Env is the address space the pair lives on.
+func (p *Pair) Env() *simnictest.Env { return p.env }
+
+// Close closes both stacks, then detaches both contexts (iflib checks
+// that nothing is still held), then closes the Env if the pair opened
+// it. It returns every problem found.
+func (p *Pair) Close() error {
+	var errs []error
+	for _, s := range []*Side{p.A, p.B} {
+		if s != nil && s.Stack != nil {
+			Close(s.Stack)
+			s.Stack = nil
+		}
+	}
+	for _, s := range []*Side{p.A, p.B} {
+		if s != nil && s.Driver != nil {
+			if err := s.Ctx().Detach(); err != nil && !errors.Is(err, iflib.ErrDetached) {
+				errs = append(errs, fmt.Errorf("%s: %w", s.Ctx().Name(), err))
+			}
+		}
+	}
+	if p.ownEnv && p.env != nil {
+		errs = append(errs, p.env.Close())
+		p.env = nil
+	}
+	return errors.Join(errs...)
+}
