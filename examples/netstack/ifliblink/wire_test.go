@@ -247,8 +247,10 @@ func TestStopStartAndReattach(t *testing.T) {
 	u, err := gonet.DialUDP(p.B.Stack, nil, &tcpip.FullAddress{NIC: nsrig.NICID, Addr: nsrig.Addr(p.A.Addr), Port: 9}, ipv4.ProtocolNumber)
 	require.NoError(t, err)
 	defer u.Close()
+	// (B's TCP may also send while stopped: a delayed ACK, a window update.)
+	downs := p.B.EP.Stats().TxLinkDown
 	_, _ = u.Write([]byte("while stopped"))
-	assert.Equal(t, uint64(1), p.B.EP.Stats().TxLinkDown, "B's datagram was refused and counted")
+	assert.Greater(t, p.B.EP.Stats().TxLinkDown, downs, "B's datagram was refused and counted")
 	require.NoError(t, p.B.Ctx().Init())
 	require.Eventually(t, p.B.EP.LinkUp, 5*time.Second, time.Millisecond)
 	send(2)
@@ -266,8 +268,9 @@ func TestStopStartAndReattach(t *testing.T) {
 	env := p.Env()
 	require.NoError(t, p.B.Ctx().Detach())
 	assert.False(t, p.B.EP.LinkUp(), "a detached context")
+	downs = p.B.EP.Stats().TxLinkDown
 	_, _ = u.Write([]byte("while detached"))
-	assert.Equal(t, uint64(2), p.B.EP.Stats().TxLinkDown, "B's datagram was refused and counted")
+	assert.Greater(t, p.B.EP.Stats().TxLinkDown, downs, "B's datagram was refused and counted")
 	send(2)
 	d, err := env.Attach(p.B.NIC, iflib.Attachment{Input: p.B.EP.Input, Config: iflib.Config{Unit: 1}})
 	require.NoError(t, err)

@@ -34,7 +34,8 @@ type PairConfig struct {
 	// 9216, so that a jumbo frame is one cluster).
 	RxBufSize int
 	// Config is iflib's configuration of both contexts (TxMode and the
-	// rest); Unit is set per side.
+	// rest); Unit is set per side, and RxZoneSize defaults to 2 × NRxd +
+	// 256 (the stack frees every received packet at once).
 	Config iflib.Config
 	// Offload turns on simnic's offloads (checksum insertion, TSO, RX
 	// checksum verification) and the endpoint uses them unless Link says
@@ -42,7 +43,8 @@ type PairConfig struct {
 	Offload bool
 	// Link is the endpoints' options; TxZone is filled in by NewPair.
 	Link ifliblink.Options
-	// TxZone is each side's TX zone in packets (0: 2048) and
+	// TxZone is each side's TX zone in packets (0: 2048, 1024 above MTU
+	// 1500; WritePackets waits for reclaim when it runs dry) and
 	// TxClusterSize their size (0: 2048 up to MTU 1500, else 9216; 4096
 	// with TSO).
 	TxZone, TxClusterSize int
@@ -92,6 +94,12 @@ func (cfg *PairConfig) defaults() {
 	}
 	if cfg.TxZone == 0 {
 		cfg.TxZone = 2048
+		if jumbo {
+			cfg.TxZone = 1024
+		}
+	}
+	if cfg.Config.RxZoneSize == 0 {
+		cfg.Config.RxZoneSize = 2*max(cfg.NRxd, 1024) + 256
 	}
 	if cfg.TxClusterSize == 0 {
 		switch {
@@ -171,14 +179,22 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 	return p, nil
 }
 
+// carved is what one cluster takes from the simulated memory: clusters
+// larger than a page are carved in whole pages.
+func carved(size int) int {
+	if size <= 4096 {
+		return size
+	}
+	return (size + 4095) &^ 4095
+}
+
 // SimConfig sizes a simulated memory for a pair under cfg: both NICs' RX
 // free-list zones and TX zones, plus the rings.
 func SimConfig(cfg PairConfig) (sc busdma.SimConfig) {
 	cfg.defaults()
-	nrxd := max(cfg.NRxd, 1024)
-	rx := (iflib.DefaultRxZoneSize(nrxd) + 64) * cfg.RxBufSize
-	tx := cfg.TxZone * cfg.TxClusterSize
-	sc.Size = 2*(rx+tx) + 32<<20
+	rx := (cfg.Config.RxZoneSize + 64) * carved(cfg.RxBufSize)
+	tx := cfg.TxZone * carved(cfg.TxClusterSize)
+	sc.Size = 2*(rx+tx) + 8<<20
 	return sc
 }
 
