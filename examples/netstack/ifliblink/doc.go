@@ -24,7 +24,9 @@
 // Receive: iflib's RX task calls Input with a batch (if_input). Each frame
 // is checked (see Input), copied into one gVisor buffer, freed back to
 // iflib at once, and delivered (DeliverNetworkPacket) on the RX task, in
-// order.
+// order. With Options.LRO, in-order TCP segments of one flow within a
+// batch are merged first, as iflib_rxeof feeds FreeBSD's tcp_lro (off by
+// default: see the option for the gVisor stall it makes likely).
 //
 // Who copies what, and why exactly once each way:
 //   - TX, WritePackets, gVisor's buffers → TX zone clusters: iflib

@@ -89,6 +89,15 @@ type Options struct {
 	// PerPacket sends with Context.Transmit per packet instead of one
 	// Context.TransmitBatch per WritePackets call (for comparison).
 	PerPacket bool
+	// LRO merges in-order TCP segments of a flow within each input batch
+	// before the stack sees them (large receive offload, see Input). Off
+	// by default: gVisor's receiver, once its receive buffer is full,
+	// refuses in-window data and then ignores the peer's ACKs that lie
+	// beyond its shrunk window, and the larger merged segments make that
+	// stall likely when the receiving application stops reading (an echo
+	// server blocked on its own writes): observed with this gVisor
+	// version, in TCP echo between two stacks.
+	LRO bool
 }
 
 // Endpoint is a gVisor stack.LinkEndpoint (and stack.GSOEndpoint) over an
@@ -109,7 +118,8 @@ type Endpoint struct {
 	mtu     atomic.Uint32
 	maxMTU  atomic.Uint32
 	closed  atomic.Bool
-	batches sync.Pool // *[]*iflib.Packet scratch of WritePackets
+	batches sync.Pool             // *[]*iflib.Packet scratch of WritePackets
+	lros    atomic.Pointer[[]lro] // one per RX queue, set at the first Bind
 
 	mac atomic.Pointer[[header.EthernetAddressSize]byte]
 
@@ -212,6 +222,10 @@ func (e *Endpoint) Bind(ctx *iflib.Context) error {
 		e.txCsum, e.tso, e.gsoMax = csum, tso, gsoMax
 		if csum&(iflib.CsumIPTCP|iflib.CsumIPUDP) == iflib.CsumIPTCP|iflib.CsumIPUDP {
 			e.caps |= stack.CapabilityTXChecksumOffload
+		}
+		if e.opts.LRO {
+			ls := make([]lro, ctx.NumRxQueues())
+			e.lros.Store(&ls)
 		}
 		e.bound = true
 		e.ctx.Store(ctx)

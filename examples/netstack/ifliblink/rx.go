@@ -21,7 +21,8 @@ const etherTypeVLAN = 0x8100
 // Attachment.Input. Each packet of the batch is checked, copied into a
 // gVisor buffer, freed back to iflib at once, and delivered to the
 // stack's NIC (DeliverNetworkPacket) on iflib's RX task, in arrival
-// order. The copy is the one the two ownership models force: gVisor's
+// order. With Options.LRO, in-order TCP segments of one flow within the
+// batch are merged into one first (large receive offload, see lro). The copy is the one the two ownership models force: gVisor's
 // packets live in its own pooled chunks and it cannot wrap iflib's
 // clusters, and iflib needs its clusters back to refill the ring.
 //
@@ -33,20 +34,61 @@ const etherTypeVLAN = 0x8100
 // (RxOtherHost: what a NIC's address filter drops), carrying a VLAN tag
 // the device stripped (RxVLAN: the endpoint has no VLANs), or whose
 // checksum the device found bad (RxBadCsum).
-func (e *Endpoint) Input(_ int, pkts []*iflib.Packet) {
+func (e *Endpoint) Input(qid int, pkts []*iflib.Packet) {
 	dp := e.disp.Load()
+	var l *lro
+	if ls := e.lros.Load(); ls != nil && qid >= 0 && qid < len(*ls) && dp != nil {
+		l = &(*ls)[qid]
+	}
+	rest := 0 // bytes of the batch after the current frame: what a merge could take
+	if l != nil {
+		for _, m := range pkts {
+			rest += m.Hdr.Len
+		}
+	}
 	for _, m := range pkts {
-		e.input(dp, m)
+		n := m.ChainLen()
+		rest -= m.Hdr.Len
+		if c := e.drop(dp, m, n); c != counterNone {
+			m.Free()
+			e.st.add(c, 1)
+			continue
+		}
+		if l != nil {
+			h, ok := parseLRO(m.Bytes(), n)
+			switch {
+			case ok && l.matches(h):
+				l.add(m, h)
+				e.st.add(rxPackets, 1)
+				e.st.add(rxBytes, uint64(n))
+				e.st.add(rxCoalesced, 1)
+				continue
+			case l.v != nil:
+				e.flushLRO(dp, l) // in arrival order: the merge before this frame
+			}
+			if ok && rest > 0 {
+				l.start(m, n, h, min(n+rest, etherHdrLen+lroMaxIP, buffer.MaxChunkSize))
+				e.st.add(rxPackets, 1)
+				e.st.add(rxBytes, uint64(n))
+				continue
+			}
+		}
+		e.deliver(dp, m, n)
+	}
+	if l != nil && l.v != nil {
+		e.flushLRO(dp, l)
 	}
 }
 
-func (e *Endpoint) input(dp *dispatcher, m *iflib.Packet) {
-	n := m.ChainLen()
-	if c := e.drop(dp, m, n); c != counterNone {
-		m.Free()
-		e.st.add(c, 1)
-		return
-	}
+// flushLRO delivers the merge in l.
+func (e *Endpoint) flushLRO(dp *dispatcher, l *lro) {
+	v, _ := l.take()
+	e.dispatch(dp, v)
+}
+
+// deliver copies frame m (n bytes) into a gVisor buffer, frees it, and
+// hands it to the stack.
+func (e *Endpoint) deliver(dp *dispatcher, m *iflib.Packet, n int) {
 	v := buffer.NewViewSize(n)
 	b := v.AsSlice()
 	off := 0
@@ -54,6 +96,13 @@ func (e *Endpoint) input(dp *dispatcher, m *iflib.Packet) {
 		off += copy(b[off:], p.Bytes())
 	}
 	m.Free()
+	e.st.add(rxPackets, 1)
+	e.st.add(rxBytes, uint64(n))
+	e.dispatch(dp, v)
+}
+
+// dispatch hands a frame in v (which it takes) to the stack's NIC.
+func (e *Endpoint) dispatch(dp *dispatcher, v *buffer.View) {
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
 	hdr, _ := pkt.LinkHeader().Consume(etherHdrLen)
 	eth := header.Ethernet(hdr)
@@ -65,8 +114,6 @@ func (e *Endpoint) input(dp *dispatcher, m *iflib.Packet) {
 	default:
 		pkt.PktType = tcpip.PacketHost
 	}
-	e.st.add(rxPackets, 1)
-	e.st.add(rxBytes, uint64(n))
 	dp.d.DeliverNetworkPacket(eth.Type(), pkt)
 	pkt.DecRef()
 }

@@ -30,8 +30,10 @@ type Stats struct {
 	// the endpoint (the device cannot, gVisor left it).
 	TxTSO, TxCsumOffload, TxCsumSoftware uint64
 
-	// RxPackets, RxBytes: frames delivered to the stack.
-	RxPackets, RxBytes uint64
+	// RxPackets, RxBytes: frames delivered to the stack, RxCoalesced of
+	// which merged into the segment before them (LRO): the stack got
+	// RxPackets − RxCoalesced packets.
+	RxPackets, RxBytes, RxCoalesced uint64
 	// RxNoDispatcher: no NIC attached (before CreateNIC, after removal).
 	RxNoDispatcher uint64
 	// RxRunt: shorter than an Ethernet header.
@@ -66,7 +68,7 @@ func (s Stats) String() string {
 		{"tx", s.TxPackets}, {"tx_bytes", s.TxBytes}, {"tx_linkdown", s.TxLinkDown}, {"tx_nozone", s.TxNoZone},
 		{"tx_refused", s.TxRefused}, {"tx_zonewaits", s.TxZoneWaits}, {"tx_tso", s.TxTSO},
 		{"tx_csum_offload", s.TxCsumOffload}, {"tx_csum_sw", s.TxCsumSoftware},
-		{"rx", s.RxPackets}, {"rx_bytes", s.RxBytes}, {"rx_nodispatcher", s.RxNoDispatcher}, {"rx_runt", s.RxRunt},
+		{"rx", s.RxPackets}, {"rx_bytes", s.RxBytes}, {"rx_coalesced", s.RxCoalesced}, {"rx_nodispatcher", s.RxNoDispatcher}, {"rx_runt", s.RxRunt},
 		{"rx_overmtu", s.RxOverMTU}, {"rx_otherhost", s.RxOtherHost}, {"rx_vlan", s.RxVLAN}, {"rx_badcsum", s.RxBadCsum},
 	} {
 		if f.v != 0 {
@@ -86,7 +88,7 @@ func (e *Endpoint) Stats() Stats {
 		TxPackets: c.get(txPackets), TxBytes: c.get(txBytes), TxLinkDown: c.get(txLinkDown),
 		TxNoZone: c.get(txNoZone), TxRefused: c.get(txRefused), TxZoneWaits: c.get(txZoneWaits),
 		TxTSO: c.get(txTSO), TxCsumOffload: c.get(txCsumOffload), TxCsumSoftware: c.get(txCsumSoftware),
-		RxPackets: c.get(rxPackets), RxBytes: c.get(rxBytes), RxNoDispatcher: c.get(rxNoDispatcher),
+		RxPackets: c.get(rxPackets), RxBytes: c.get(rxBytes), RxCoalesced: c.get(rxCoalesced), RxNoDispatcher: c.get(rxNoDispatcher),
 		RxRunt: c.get(rxRunt), RxOverMTU: c.get(rxOverMTU), RxOtherHost: c.get(rxOtherHost),
 		RxVLAN: c.get(rxVLAN), RxBadCsum: c.get(rxBadCsum),
 	}
@@ -107,6 +109,7 @@ const (
 	txCsumSoftware
 	rxPackets
 	rxBytes
+	rxCoalesced
 	rxNoDispatcher
 	rxRunt
 	rxOverMTU

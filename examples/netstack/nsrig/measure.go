@@ -17,8 +17,12 @@ import (
 	"github.com/goiflib/goiflib/internal/cputime"
 )
 
-// Link names for Open: goiflib's pair on simnic, or a baseline.
-const LinkIflib = "iflib"
+// Link names for Open: goiflib's pair on simnic (with the endpoint's LRO
+// on for LinkIflibLRO), or a baseline.
+const (
+	LinkIflib    = "iflib"
+	LinkIflibLRO = "iflib+lro"
+)
 
 // Stacks are two connected stacks, A and B (at AddrA and AddrB), over
 // some link, with a sink and a request/response server on B.
@@ -32,15 +36,17 @@ type Stacks struct {
 	AddrB netip.Addr
 }
 
-// Open builds two stacks over link (LinkIflib, LinkPipe or LinkChannel)
+// Open builds two stacks over link (LinkIflib, LinkIflibLRO, LinkPipe or
+// LinkChannel)
 // at IP MTU mtu and starts B's sink and request/response servers. For
 // LinkIflib, cfg configures the pair (its MTU is set here; Env nil opens a
 // memory without the busdma checker, the production setting).
 func Open(link string, mtu int, cfg PairConfig) (*Stacks, error) {
 	st := &Stacks{Link: link, MTU: mtu, AddrB: AddrB, srv: NewServer()}
 	switch link {
-	case LinkIflib:
+	case LinkIflib, LinkIflibLRO:
 		cfg.MTU = mtu
+		cfg.Link.LRO = link == LinkIflibLRO
 		p, err := NewPair(cfg)
 		if err != nil {
 			return nil, err

@@ -177,3 +177,37 @@ func TestFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestLRO: with the endpoint's LRO on, HTTP downloads and uploads to a
+// sink (receivers that keep reading) move the blob byte for byte, the
+// receivers merge segments, and no merged segment fails its checksum.
+func TestLRO(t *testing.T) {
+	blob := Blob(transferSize(256<<10), 4)
+	for _, mode := range modes {
+		for _, mtu := range []int{1500, 9000} {
+			t.Run(fmt.Sprintf("%s/mtu=%d", mode, mtu), func(t *testing.T) {
+				cfg := PairConfig{MTU: mtu, Config: iflib.Config{TxMode: mode}}
+				cfg.Link.LRO = true
+				p := newPair(t, cfg)
+				sv := NewServer()
+				require.NoError(t, sv.HTTP(p.B.Stack, p.B.Addr, "hello", blob))
+				require.NoError(t, sv.Sink(p.B.Stack, p.B.Addr))
+				t.Cleanup(sv.Close)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cl := HTTPClient(p.A.Stack)
+				require.NoError(t, GetBlob(ctx, cl, p.B.Addr, blob))
+				cl.CloseIdleConnections()
+				require.NoError(t, Sink(ctx, p.A.Stack, p.B.Addr, blob))
+				a, b, err := p.Balanced(5*time.Second, 0, 0)
+				require.NoError(t, err)
+				assert.NotZero(t, a.EP.RxCoalesced, "A merged the download's segments")
+				assert.NotZero(t, b.EP.RxCoalesced, "B merged the upload's segments")
+				for _, s := range []*Side{p.A, p.B} {
+					assert.Zero(t, s.Stack.Stats().TCP.ChecksumErrors.Value())
+				}
+				t.Logf("A: %v\nB: %v\nA: %s\nB: %s", a.EP, b.EP, gv(p.A.Stack), gv(p.B.Stack))
+			})
+		}
+	}
+}
