@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // BenchmarkXDPForward: forwarding 64-byte frames from veth pair 0 to pair
@@ -106,8 +108,15 @@ func TestRunForward(t *testing.T) {
 	needAFXDP(t)
 	fds0, g0 := processObjects(t)
 	var rates int
+	// A window long enough that a forwarder gets the CPU in it on a
+	// loaded machine under the race detector (300 ms was not: the hand
+	// loop once forwarded nothing while the generator filled its ring).
+	window := 300 * time.Millisecond
+	if race.Enabled {
+		window = time.Second
+	}
 	res, err := RunForward(context.Background(), ForwardOptions{
-		Duration: 300 * time.Millisecond, Interval: 100 * time.Millisecond, Modes: []XDPMode{XDPNative},
+		Duration: window, Interval: 100 * time.Millisecond, Modes: []XDPMode{XDPNative},
 		NRxd: 256, NTxd: 256, Progress: func(Rate) { rates++ },
 	})
 	require.NoError(t, err)
