@@ -12,14 +12,15 @@ import (
 
 // compare measures TCP goodput (one connection, A→B, checked by hash),
 // CPU time per MB and 64-byte request/response round trips between two
-// gVisor stacks over goiflib (two simnics, mp_ring, no offloads, no busdma
-// checker; with the endpoint's LRO off, the default, and on) and over
-// gVisor's own link/pipe and link/channel, at MTU 1500
+// gVisor stacks over goiflib (two simnics, mp_ring, no busdma checker:
+// as configured by default, with simnic's checksum offload and TSO, and
+// with the endpoint's LRO) and over gVisor's own link/pipe and
+// link/channel, at MTU 1500
 // and 9000, in interleaved rounds (the order of the links rotates each
 // round), and prints medians with [min..max] and each link's goodput as a
 // multiple of the pipe's in the same round.
 func compare(ctx context.Context, o options, out io.Writer) error {
-	links := []string{nsrig.LinkIflib, nsrig.LinkIflibLRO, nsrig.LinkPipe, nsrig.LinkChannel}
+	links := []string{nsrig.LinkIflib, nsrig.LinkIflibOffload, nsrig.LinkIflibLRO, nsrig.LinkPipe, nsrig.LinkChannel}
 	mtus := []int{1500, 9000}
 	type key struct {
 		mtu  int
@@ -47,7 +48,7 @@ func compare(ctx context.Context, o options, out io.Writer) error {
 					return fmt.Errorf("round %d, %s at MTU %d: %w", round+1, link, mtu, err)
 				}
 				res[key{mtu, link}] = append(res[key{mtu, link}], r)
-				fmt.Fprintf(out, "  round %d MTU %d %-9s %7.1f MB/s %6.2f CPU ms/MB %6.0f µs RTT\n",
+				fmt.Fprintf(out, "  round %d MTU %d %-13s %7.1f MB/s %6.2f CPU ms/MB %6.0f µs RTT\n",
 					round+1, mtu, link, r.MBps, float64(r.CPUPerMB)/1e6, float64(r.RTT)/1e3)
 			}
 		}

@@ -2,6 +2,7 @@ package ifliblink
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -88,22 +89,56 @@ func (e *Endpoint) flushLRO(dp *dispatcher, l *lro) {
 
 // deliver copies frame m (n bytes) into a gVisor buffer, frees it, and
 // hands it to the stack.
+//
+// gVisor's buffers come from pools of power-of-two chunks that it clears
+// whole when it hands one out, so a 9014-byte jumbo frame in one view
+// would clear 16 KiB to fill 9. A frame above splitAbove goes into two
+// views instead: the largest power of two it fills, and the rest (9014:
+// 8 KiB + 1 KiB cleared). The headers stay in the first view.
 func (e *Endpoint) deliver(dp *dispatcher, m *iflib.Packet, n int) {
-	v := buffer.NewViewSize(n)
-	b := v.AsSlice()
-	off := 0
-	for p := m; p != nil; p = p.Next {
-		off += copy(b[off:], p.Bytes())
+	first := n
+	if n > splitAbove {
+		first = 1 << (bits.Len(uint(n)) - 1)
+	}
+	v := buffer.NewViewSize(first)
+	copyChain(v.AsSlice(), m, 0)
+	buf := buffer.MakeWithView(v)
+	if first < n {
+		w := buffer.NewViewSize(n - first)
+		copyChain(w.AsSlice(), m, first)
+		_ = buf.Append(w) // a fresh view: never fails
 	}
 	m.Free()
 	e.st.add(rxPackets, 1)
 	e.st.add(rxBytes, uint64(n))
-	e.dispatch(dp, v)
+	e.dispatchBuffer(dp, buf)
+}
+
+// splitAbove is the frame size above which deliver uses two views.
+const splitAbove = 4096
+
+// copyChain copies the chain's bytes from offset skip into dst (as many
+// as fit).
+func copyChain(dst []byte, m *iflib.Packet, skip int) {
+	for p := m; p != nil && len(dst) > 0; p = p.Next {
+		b := p.Bytes()
+		if skip >= len(b) {
+			skip -= len(b)
+			continue
+		}
+		dst = dst[copy(dst, b[skip:]):]
+		skip = 0
+	}
 }
 
 // dispatch hands a frame in v (which it takes) to the stack's NIC.
 func (e *Endpoint) dispatch(dp *dispatcher, v *buffer.View) {
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
+	e.dispatchBuffer(dp, buffer.MakeWithView(v))
+}
+
+// dispatchBuffer hands a frame in buf (which it takes) to the stack's NIC.
+func (e *Endpoint) dispatchBuffer(dp *dispatcher, buf buffer.Buffer) {
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buf})
 	hdr, _ := pkt.LinkHeader().Consume(etherHdrLen)
 	eth := header.Ethernet(hdr)
 	switch dst := eth.DestinationAddress(); {

@@ -14,7 +14,7 @@ import (
 // interleave under -count.
 func BenchmarkTCP(b *testing.B) {
 	for _, mtu := range []int{1500, 9000} {
-		for _, link := range []string{LinkIflib, LinkIflibLRO, LinkPipe, LinkChannel} {
+		for _, link := range []string{LinkIflib, LinkIflibLRO, LinkIflibOffload, LinkPipe, LinkChannel} {
 			b.Run(fmt.Sprintf("mtu=%d/link=%s", mtu, link), func(b *testing.B) {
 				st, err := Open(link, mtu, DefaultBenchPair())
 				if err != nil {
@@ -56,7 +56,7 @@ func BenchmarkTCP(b *testing.B) {
 // connection (ns/op is the round trip).
 func BenchmarkRR(b *testing.B) {
 	for _, mtu := range []int{1500, 9000} {
-		for _, link := range []string{LinkIflib, LinkIflibLRO, LinkPipe, LinkChannel} {
+		for _, link := range []string{LinkIflib, LinkIflibLRO, LinkIflibOffload, LinkPipe, LinkChannel} {
 			b.Run(fmt.Sprintf("mtu=%d/link=%s", mtu, link), func(b *testing.B) {
 				st, err := Open(link, mtu, DefaultBenchPair())
 				if err != nil {

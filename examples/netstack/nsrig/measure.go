@@ -18,10 +18,12 @@ import (
 )
 
 // Link names for Open: goiflib's pair on simnic (with the endpoint's LRO
-// on for LinkIflibLRO), or a baseline.
+// on for LinkIflibLRO; with simnic's checksum offload and TSO for
+// LinkIflibOffload), or a baseline.
 const (
-	LinkIflib    = "iflib"
-	LinkIflibLRO = "iflib+lro"
+	LinkIflib        = "iflib"
+	LinkIflibLRO     = "iflib+lro"
+	LinkIflibOffload = "iflib+offload"
 )
 
 // Stacks are two connected stacks, A and B (at AddrA and AddrB), over
@@ -36,17 +38,18 @@ type Stacks struct {
 	AddrB netip.Addr
 }
 
-// Open builds two stacks over link (LinkIflib, LinkIflibLRO, LinkPipe or
-// LinkChannel)
+// Open builds two stacks over link (LinkIflib, LinkIflibLRO,
+// LinkIflibOffload, LinkPipe or LinkChannel)
 // at IP MTU mtu and starts B's sink and request/response servers. For
 // LinkIflib, cfg configures the pair (its MTU is set here; Env nil opens a
 // memory without the busdma checker, the production setting).
 func Open(link string, mtu int, cfg PairConfig) (*Stacks, error) {
 	st := &Stacks{Link: link, MTU: mtu, AddrB: AddrB, srv: NewServer()}
 	switch link {
-	case LinkIflib, LinkIflibLRO:
+	case LinkIflib, LinkIflibLRO, LinkIflibOffload:
 		cfg.MTU = mtu
 		cfg.Link.LRO = link == LinkIflibLRO
+		cfg.Offload = link == LinkIflibOffload
 		p, err := NewPair(cfg)
 		if err != nil {
 			return nil, err
