@@ -168,6 +168,11 @@ func TestFlood(t *testing.T) {
 	sv := nsrig.NewServer()
 	require.NoError(t, sv.Echo(p.B.Stack, p.B.Addr))
 	t.Cleanup(sv.Close)
+	// Resolve each other's addresses first: a flood that fills B's FIFO
+	// may drop ARP, and gVisor gives up resolving after three tries.
+	warm, cancelWarm := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelWarm()
+	require.NoError(t, nsrig.Echo(warm, p.A.Stack, p.B.Addr, []byte("warm")))
 	bad := badFrames(p)
 	per := uint64(2000)
 	if race.Enabled {
