@@ -178,9 +178,10 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestLRO: with the endpoint's LRO on, HTTP downloads and uploads to a
-// sink (receivers that keep reading) move the blob byte for byte, the
-// receivers merge segments, and no merged segment fails its checksum.
+// TestLRO: with the endpoint's LRO on, HTTP downloads, uploads to a sink
+// and TCP echo (receivers that keep reading) move the blob byte for byte,
+// the receivers merge segments, and no merged segment fails its
+// checksum.
 func TestLRO(t *testing.T) {
 	blob := Blob(transferSize(256<<10), 4)
 	for _, mode := range modes {
@@ -192,9 +193,11 @@ func TestLRO(t *testing.T) {
 				sv := NewServer()
 				require.NoError(t, sv.HTTP(p.B.Stack, p.B.Addr, "hello", blob))
 				require.NoError(t, sv.Sink(p.B.Stack, p.B.Addr))
+				require.NoError(t, sv.Echo(p.B.Stack, p.B.Addr))
 				t.Cleanup(sv.Close)
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
+				require.NoError(t, Echo(ctx, p.A.Stack, p.B.Addr, blob))
 				cl := HTTPClient(p.A.Stack)
 				require.NoError(t, GetBlob(ctx, cl, p.B.Addr, blob))
 				cl.CloseIdleConnections()

@@ -91,12 +91,46 @@ func (sv *Server) serve(ln net.Listener, fn func(net.Conn)) {
 
 // Echo serves TCP echo on a:PortEcho: every byte comes back, and the
 // server closes after the client's FIN.
+//
+// It keeps reading while its writes wait (what it read queues in memory)
+// instead of io.Copy's read-then-write: gVisor's TCP receiver, once its
+// receive buffer is full, may refuse an in-window segment and shrink its
+// window, and then discards the peer's ACKs that lie beyond it, so a
+// server that stops reading while it waits to write can stall for good
+// (the same class as gVisor issue 10312; seen here with io.Copy in about
+// one 10 MB echo in ten on a loaded machine). Reading on keeps the
+// buffer from filling.
 func (sv *Server) Echo(s *stack.Stack, a netip.Addr) error {
 	ln, err := sv.listen(s, a, PortEcho)
 	if err != nil {
 		return err
 	}
-	sv.serve(ln, func(c net.Conn) { _, _ = io.Copy(c, c) })
+	sv.serve(ln, func(c net.Conn) {
+		q := make(chan []byte, 1<<14)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			broken := false
+			for b := range q {
+				if !broken {
+					_, err := c.Write(b)
+					broken = err != nil
+				}
+			}
+		}()
+		for {
+			b := make([]byte, 32<<10)
+			n, err := c.Read(b)
+			if n > 0 {
+				q <- b[:n]
+			}
+			if err != nil {
+				break
+			}
+		}
+		close(q)
+		<-done
+	})
 	return nil
 }
 
