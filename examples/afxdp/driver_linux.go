@@ -42,7 +42,7 @@ type Driver struct {
 	umem    *UMEM
 	ownUMEM bool
 	bus     *busdma.Device
-	ctx     *iflib.Context
+	ic      *iflib.Context
 	ifindex int
 	mtu     int
 	mac     net.HardwareAddr
@@ -176,7 +176,7 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	a.Bus = d.bus
 	a.Config.OverrideNTxds[0] = cfg.NTxd
 	a.Config.OverrideNRxds[0] = cfg.NRxd
-	ctx, err := iflib.Register(a)
+	ic, err := iflib.Register(a)
 	if err != nil {
 		if errors.Is(err, busdma.ErrNoMem) {
 			return nil, fmt.Errorf("%w: %d frames of %d bytes for %d queues of %d RX descriptors (free-list zones of %d frames each): %w",
@@ -184,7 +184,7 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 		}
 		return nil, err
 	}
-	d.ctx = ctx
+	d.ic = ic
 	ok = true
 	return d, nil
 }
@@ -244,7 +244,7 @@ func (d *Driver) releaseAttach() error {
 }
 
 // Context returns the iflib context.
-func (d *Driver) Context() *iflib.Context { return d.ctx }
+func (d *Driver) Context() *iflib.Context { return d.ic }
 
 // UMEM returns the packet memory.
 func (d *Driver) UMEM() *UMEM { return d.umem }
@@ -264,7 +264,7 @@ func (d *Driver) HardwareAddr() net.HardwareAddr { return slices.Clone(d.mac) }
 func (d *Driver) ZeroCopy() bool { return d.zc.Load() }
 
 // AttachPre is IFDI_ATTACH_PRE: fill the softc context.
-func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
+func (d *Driver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 	n := len(d.q)
 	sc.NTxQSetsMax, sc.NRxQSetsMax = n, n
 	sc.TxdSize[0], sc.RxdSize[0] = 16, 8 // sizeof(struct xdp_desc), a fill-ring entry
@@ -298,8 +298,8 @@ func (d *Driver) RxQueuesAlloc(rings []iflib.RingMem, nrxqs, nrxqsets int) error
 // bind one socket per queue, put them in the map, attach the program,
 // start the interrupt pollers and the link monitor. On any error
 // everything made so far is removed.
-func (d *Driver) Init(ctx *iflib.Context) (err error) {
-	sc := ctx.Softc()
+func (d *Driver) Init(ic *iflib.Context) (err error) {
+	sc := ic.Softc()
 	nrxd, ntxd := uint32(sc.NRxd[0]), uint32(sc.NTxd[0])
 	sizes := ringSizes{fill: 2 * nrxd, comp: ntxd, rx: nrxd, tx: 2 * ntxd}
 	defer func() {
@@ -339,7 +339,7 @@ func (d *Driver) Init(ctx *iflib.Context) (err error) {
 	}
 	d.zc.Store(zc)
 	for _, q := range d.q {
-		q.start(ctx)
+		q.start(ic)
 	}
 	if d.mon, err = startLinkMonitor(d); err != nil {
 		return err
@@ -380,52 +380,52 @@ func (d *Driver) teardown() {
 
 // Stop is IFDI_STOP: after it the kernel touches no descriptor and no
 // frame of this driver, and no socket, program or map of it exists.
-func (d *Driver) Stop(ctx *iflib.Context) {
+func (d *Driver) Stop(ic *iflib.Context) {
 	d.teardown()
-	ctx.LinkStateChange(iflib.LinkStateDown, 0)
+	ic.LinkStateChange(iflib.LinkStateDown, 0)
 }
 
 // Detach is IFDI_DETACH: release what Attach took. A busdma map still
 // loaded on the bus device is reported (busdma.ErrLeak).
-func (d *Driver) Detach(ctx *iflib.Context) error {
+func (d *Driver) Detach(ic *iflib.Context) error {
 	d.teardown()
 	return d.releaseAttach()
 }
 
 // IntrEnable is IFDI_INTR_ENABLE.
-func (d *Driver) IntrEnable(ctx *iflib.Context) {
+func (d *Driver) IntrEnable(ic *iflib.Context) {
 	for _, q := range d.q {
 		q.armRx()
 	}
 }
 
 // IntrDisable is IFDI_INTR_DISABLE.
-func (d *Driver) IntrDisable(ctx *iflib.Context) {
+func (d *Driver) IntrDisable(ic *iflib.Context) {
 	for _, q := range d.q {
 		q.rxArmed.Store(false)
 	}
 }
 
 // RxQueueIntrEnable is IFDI_RX_QUEUE_INTR_ENABLE: arm the queue's poller.
-func (d *Driver) RxQueueIntrEnable(ctx *iflib.Context, qid int) error {
+func (d *Driver) RxQueueIntrEnable(ic *iflib.Context, qid int) error {
 	d.q[qid].armRx()
 	return nil
 }
 
 // TxQueueIntrEnable is IFDI_TX_QUEUE_INTR_ENABLE: pay a kick TxdFlush
 // deferred, or kick a TX ring the kernel left unsent (back-pressure).
-func (d *Driver) TxQueueIntrEnable(ctx *iflib.Context, qid int) error {
+func (d *Driver) TxQueueIntrEnable(ic *iflib.Context, qid int) error {
 	d.q[qid].retryTx()
 	return nil
 }
 
 // UpdateAdminStatus is IFDI_UPDATE_ADMIN_STATUS: read the interface's
 // operational state.
-func (d *Driver) UpdateAdminStatus(ctx *iflib.Context) {
+func (d *Driver) UpdateAdminStatus(ic *iflib.Context) {
 	l, err := d.nl.LinkByIndex(d.ifindex)
 	if err != nil {
-		ctx.LinkStateChange(iflib.LinkStateDown, 0)
+		ic.LinkStateChange(iflib.LinkStateDown, 0)
 		return
 	}
-	ctx.LinkStateChange(linkState(l.Attrs()), 0)
+	ic.LinkStateChange(linkState(l.Attrs()), 0)
 }

@@ -51,10 +51,10 @@ func startDriver(t testing.TB, rig *Rig, cfg Config, a iflib.Attachment) (*Drive
 	cfg.NetNS = rig.NetNSPath()
 	d, err := Attach(cfg, a)
 	require.NoError(t, err)
-	ctx := d.Context()
-	require.NoError(t, ctx.Init())
-	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }), "link of %s never came up", cfg.Interface)
-	return d, ctx
+	ic := d.Context()
+	require.NoError(t, ic.Init())
+	require.True(t, waitFor(t, 2*time.Second, func() bool { return ic.LinkState() == iflib.LinkStateUp }), "link of %s never came up", cfg.Interface)
+	return d, ic
 }
 
 // sendRetry sends a frame from raw, resending while veth's queue is full

@@ -42,7 +42,7 @@ func TestStopDetachInFlight(t *testing.T) {
 			},
 		})
 	require.NoError(t, err)
-	ctx := d.Context()
+	ic := d.Context()
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -75,7 +75,7 @@ func TestStopDetachInFlight(t *testing.T) {
 			return
 		}
 		m.Append(TestFrame(buf, 60+int(i%1400), p.BMAC, p.AMAC, i))
-		_ = ctx.Transmit(m) // ErrNotRunning while stopped: freed by iflib
+		_ = ic.Transmit(m) // ErrNotRunning while stopped: freed by iflib
 	})
 	defer func() {
 		select {
@@ -87,21 +87,21 @@ func TestStopDetachInFlight(t *testing.T) {
 	}()
 
 	for round := 0; round < 3; round++ {
-		r0, o0 := received.Load(), ctx.Counter(iflib.IfCounterOPackets)
-		require.NoError(t, ctx.Init(), "round %d", round)
+		r0, o0 := received.Load(), ic.Counter(iflib.IfCounterOPackets)
+		require.NoError(t, ic.Init(), "round %d", round)
 		require.Equal(t, 1, xskCount(t, rig), "the queue's socket")
 		progID, mapID := d.prog.ids(t)
 		require.True(t, waitFor(t, 5*time.Second, func() bool {
-			return received.Load() > r0+200 && ctx.Counter(iflib.IfCounterOPackets) > o0+200
-		}), "round %d: traffic did not flow: rx %d tx %d (driver %+v)", round, received.Load()-r0, ctx.Counter(iflib.IfCounterOPackets)-o0, d.Stats())
+			return received.Load() > r0+200 && ic.Counter(iflib.IfCounterOPackets) > o0+200
+		}), "round %d: traffic did not flow: rx %d tx %d (driver %+v)", round, received.Load()-r0, ic.Counter(iflib.IfCounterOPackets)-o0, d.Stats())
 		l, err := rig.Netlink().LinkByName(p.A)
 		require.NoError(t, err)
 		require.True(t, l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached, "program attached while running")
 
 		if round < 2 {
-			require.NoError(t, ctx.Stop())
+			require.NoError(t, ic.Stop())
 		} else {
-			require.NoError(t, ctx.Detach())
+			require.NoError(t, ic.Detach())
 		}
 		assertClean(t, rig, p.A)
 		requireGone(t, progID, mapID)

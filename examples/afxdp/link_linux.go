@@ -51,7 +51,7 @@ func startLinkMonitor(d *Driver) (*linkMonitor, error) {
 		// netlink closes ch when its socket is closed (after done).
 		for u := range ch {
 			if a := u.Attrs(); a != nil && a.Index == d.ifindex {
-				d.ctx.LinkStateChange(linkState(a), 0)
+				d.ic.LinkStateChange(linkState(a), 0)
 			}
 		}
 	}()

@@ -76,12 +76,12 @@ func newQueue(d *Driver, id, qid int) *queue {
 // start resets the queue's software state for a fresh socket and starts
 // the poller.
 // Preconditions: q.s is bound; no task runs.
-func (q *queue) start(ctx *iflib.Context) {
+func (q *queue) start(ic *iflib.Context) {
 	for i := range q.slotOf {
 		q.slotOf[i] = -1
 	}
 	q.fillBacklog = q.fillBacklog[:0]
-	q.ntxd = ctx.Softc().NTxd[0]
+	q.ntxd = ic.Softc().NTxd[0]
 	q.txChecked = q.s.tx.cachedProd
 	q.rxArmed.Store(false)
 	q.kickDeferred.Store(false)
@@ -94,7 +94,7 @@ func (q *queue) start(ctx *iflib.Context) {
 	q.efd = efd
 	q.quit = make(chan struct{})
 	q.done = make(chan struct{})
-	go q.poller(ctx, q.s.fd)
+	go q.poller(ic, q.s.fd)
 }
 
 // stop ends the poller and waits for it.
@@ -127,7 +127,7 @@ func (q *queue) armRx() {
 // poll(2) on the socket (POLLIN: the RX ring is not empty) and raises
 // iflib's RX interrupt once (iflib_fast_intr → the RX task), which
 // re-arms it when it runs dry.
-func (q *queue) poller(ctx *iflib.Context, fd int) {
+func (q *queue) poller(ic *iflib.Context, fd int) {
 	defer close(q.done)
 	rx := &q.s.rx
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(q.efd), Events: unix.POLLIN}}
@@ -143,7 +143,7 @@ func (q *queue) poller(ctx *iflib.Context, fd int) {
 		}
 		for q.rxArmed.Load() {
 			if rx.producer.Load() != rx.consumer.Load() {
-				q.fire(ctx)
+				q.fire(ic)
 				break
 			}
 			q.st.polls.Add(1)
@@ -154,17 +154,17 @@ func (q *queue) poller(ctx *iflib.Context, fd int) {
 			default:
 			}
 			if err == nil && fds[0].Revents&unix.POLLIN != 0 {
-				q.fire(ctx)
+				q.fire(ic)
 				break
 			}
 		}
 	}
 }
 
-func (q *queue) fire(ctx *iflib.Context) {
+func (q *queue) fire(ic *iflib.Context) {
 	if q.rxArmed.CompareAndSwap(true, false) {
 		q.st.rxIntrs.Add(1)
-		ctx.RxIntr(q.id)
+		ic.RxIntr(q.id)
 	}
 }
 

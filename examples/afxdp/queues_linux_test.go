@@ -22,9 +22,9 @@ func TestTwoQueues(t *testing.T) {
 	txz, err := u.NewZone("tx", 256)
 	require.NoError(t, err)
 	sk := newSink()
-	_, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, QueueIDs: []int{0, 1}, NRxd: 128, NTxd: 128, Checker: busdmatest.NewChecker(t)},
+	_, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, QueueIDs: []int{0, 1}, NRxd: 128, NTxd: 128, Checker: busdmatest.NewChecker(t)},
 		iflib.Attachment{Input: sk.input, Config: iflib.Config{RxZoneSize: 512}})
-	require.Equal(t, 2, ctx.NumRxQueues())
+	require.Equal(t, 2, ic.NumRxQueues())
 	require.Equal(t, 2, xskCount(t, rig), "one socket per queue")
 
 	raw, err := rig.OpenRaw(p.B)
@@ -48,14 +48,14 @@ func TestTwoQueues(t *testing.T) {
 		}
 		m.Append(TestFrame(buf, 100, p.BMAC, p.AMAC, uint64(i)))
 		m.Hdr.FlowID, m.Hdr.HashType = uint32(i), iflib.HashOpaque
-		require.NoError(t, ctx.Transmit(m))
+		require.NoError(t, ic.Transmit(m))
 	}
 	for q := 0; q < 2; q++ {
-		st, err := ctx.TxQueueStats(q)
+		st, err := ic.TxQueueStats(q)
 		require.NoError(t, err)
 		assert.NotZero(t, st.OPackets, "TX queue %d sent nothing", q)
 	}
-	require.NoError(t, ctx.Detach())
+	require.NoError(t, ic.Detach())
 	assert.Zero(t, xskCount(t, rig))
 }
 
@@ -69,13 +69,13 @@ func TestLinkState(t *testing.T) {
 	u := newUMEM(t, 2048)
 	txz, err := u.NewZone("tx", 8)
 	require.NoError(t, err)
-	_, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
+	_, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
 	require.NoError(t, rig.SetLink(p.B, false))
-	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateDown }), "link stayed %v", ctx.LinkState())
+	require.True(t, waitFor(t, 2*time.Second, func() bool { return ic.LinkState() == iflib.LinkStateDown }), "link stayed %v", ic.LinkState())
 	m, _ := txz.Get()
 	m.Append(make([]byte, 60))
-	assert.ErrorIs(t, ctx.Transmit(m), iflib.ErrLinkDown)
+	assert.ErrorIs(t, ic.Transmit(m), iflib.ErrLinkDown)
 	require.NoError(t, rig.SetLink(p.B, true))
-	require.True(t, waitFor(t, 2*time.Second, func() bool { return ctx.LinkState() == iflib.LinkStateUp }), "link stayed %v", ctx.LinkState())
-	require.NoError(t, ctx.Detach())
+	require.True(t, waitFor(t, 2*time.Second, func() bool { return ic.LinkState() == iflib.LinkStateUp }), "link stayed %v", ic.LinkState())
+	require.NoError(t, ic.Detach())
 }

@@ -20,7 +20,7 @@ func TestRxFromPeer(t *testing.T) {
 			rig := newRig(t, RigConfig{})
 			p := rig.Pairs[0]
 			sk := newSink()
-			d, ctx := startDriver(t, rig, Config{Interface: p.A, XDPMode: mode, NRxd: 256, NTxd: 256, Checker: busdmatest.NewChecker(t)},
+			d, ic := startDriver(t, rig, Config{Interface: p.A, XDPMode: mode, NRxd: 256, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 				iflib.Attachment{Input: sk.input, Config: iflib.Config{RxZoneSize: 1024}})
 
 			raw, err := rig.OpenRaw(p.B)
@@ -44,11 +44,11 @@ func TestRxFromPeer(t *testing.T) {
 				require.Equal(t, want[i], f, "frame %d", i)
 			}
 			sk.mu.Unlock()
-			st, err := ctx.RxQueueStats(0)
+			st, err := ic.RxQueueStats(0)
 			require.NoError(t, err)
 			require.NotZero(t, st.Copies, "no frame took the copy path")
 			require.NotZero(t, st.BAReuses, "no cluster was reposted by its ifsd_ba")
-			require.NoError(t, ctx.Detach())
+			require.NoError(t, ic.Detach())
 		})
 	}
 }

@@ -24,7 +24,7 @@ func TestTxToPeer(t *testing.T) {
 			u := newUMEM(t, 4096)
 			txz, err := u.NewZone("tx", 512)
 			require.NoError(t, err)
-			d, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 128, NTxd: 256, Checker: busdmatest.NewChecker(t)},
+			d, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 128, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 				iflib.Attachment{Config: iflib.Config{TxMode: mode, RxZoneSize: 512}})
 			raw, err := rig.OpenRaw(p.B)
 			require.NoError(t, err)
@@ -44,16 +44,16 @@ func TestTxToPeer(t *testing.T) {
 					m, err = txz.Get()
 				}
 				m.Append(frame(buf, i))
-				require.NoError(t, ctx.Transmit(m))
+				require.NoError(t, ic.Transmit(m))
 				if i%64 == 63 {
 					peer.recvUntil(n, 0)
 				}
 			}
 			peer.recvUntil(n, 5*time.Second)
 			require.Equal(t, n, peer.got, "frames at the peer (driver %+v)", d.Stats())
-			assert.Equal(t, uint64(n), ctx.Counter(iflib.IfCounterOPackets))
+			assert.Equal(t, uint64(n), ic.Counter(iflib.IfCounterOPackets))
 			assert.Zero(t, d.Stats().TxInvalidDescs)
-			require.NoError(t, ctx.Detach())
+			require.NoError(t, ic.Detach())
 			assert.Equal(t, txz.Size(), txz.Available(), "TX packets not back in their zone")
 		})
 	}
@@ -73,7 +73,7 @@ func TestTxRefused(t *testing.T) {
 	require.NoError(t, err)
 	foreign, err := iflib.NewZone(sim, "foreign", 2048, 4)
 	require.NoError(t, err)
-	d, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64},
+	d, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64},
 		iflib.Attachment{Config: iflib.Config{RxZoneSize: 256, TxMode: iflib.TxModeSimple}})
 
 	big, _ := txz.Get()
@@ -81,15 +81,15 @@ func TestTxRefused(t *testing.T) {
 	next, _ := txz.Get()
 	next.Append(make([]byte, 100))
 	big.Next = next
-	assert.ErrorIs(t, ctx.Transmit(big), iflib.ErrTooBig)
+	assert.ErrorIs(t, ic.Transmit(big), iflib.ErrTooBig)
 
 	f, _ := foreign.Get()
 	f.Append(TestFrame(make([]byte, 64), 64, p.BMAC, p.AMAC, 1))
-	assert.ErrorIs(t, ctx.Transmit(f), iflib.ErrWrongSpace)
-	assert.Equal(t, uint64(2), ctx.Counter(iflib.IfCounterOErrors))
-	assert.Zero(t, ctx.Counter(iflib.IfCounterOPackets))
+	assert.ErrorIs(t, ic.Transmit(f), iflib.ErrWrongSpace)
+	assert.Equal(t, uint64(2), ic.Counter(iflib.IfCounterOErrors))
+	assert.Zero(t, ic.Counter(iflib.IfCounterOPackets))
 
-	require.NoError(t, ctx.Detach())
+	require.NoError(t, ic.Detach())
 	assert.Zero(t, d.Stats().TxInvalidDescs)
 	assert.Equal(t, txz.Size(), txz.Available())
 	assert.Equal(t, foreign.Size(), foreign.Available())
@@ -121,7 +121,7 @@ func TestTxKicks(t *testing.T) {
 			u := newUMEM(t, 2048)
 			txz, err := u.NewZone("tx", 256)
 			require.NoError(t, err)
-			d, ctx := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 256, Checker: busdmatest.NewChecker(t)},
+			d, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 				iflib.Attachment{Config: iflib.Config{TxMode: tc.mode, RxZoneSize: 256}})
 			raw, err := rig.OpenRaw(p.B)
 			require.NoError(t, err)
@@ -139,12 +139,12 @@ func TestTxKicks(t *testing.T) {
 					pkts[i] = m
 				}
 				if tc.batch {
-					n, err := ctx.TransmitBatch(pkts)
+					n, err := ic.TransmitBatch(pkts)
 					require.NoError(t, err)
 					require.Equal(t, per, n)
 				} else {
 					for _, m := range pkts {
-						require.NoError(t, ctx.Transmit(m))
+						require.NoError(t, ic.Transmit(m))
 					}
 				}
 				// The whole batch reaches the peer, in order, before the
@@ -168,7 +168,7 @@ func TestTxKicks(t *testing.T) {
 				assert.NotZero(t, kicks+deferred)
 				assert.Less(t, kicks, uint64(batches*per), "not a sendto per packet")
 			}
-			require.NoError(t, ctx.Detach())
+			require.NoError(t, ic.Detach())
 			assert.Zero(t, d.Stats().TxInvalidDescs)
 			assert.Equal(t, txz.Size(), txz.Available())
 		})

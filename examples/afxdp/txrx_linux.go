@@ -91,7 +91,7 @@ func (d *Driver) TxdFlush(qid int, pidx int) {
 		q.kickTxLoop()
 	} else if q.kickDeferred.CompareAndSwap(false, true) {
 		q.st.deferredKicks.Add(1)
-		d.ctx.TxIntr(qid)
+		d.ic.TxIntr(qid)
 	}
 }
 
