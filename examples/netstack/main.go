@@ -110,7 +110,7 @@ func txMode(s string) (iflib.TxMode, error) {
 type server struct {
 	stack  *stack.Stack
 	ep     *ifliblink.Endpoint
-	ctx    *iflib.Context
+	ic     *iflib.Context
 	addr   netip.Addr
 	curl   []string
 	extra  func() string
@@ -154,11 +154,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	blob := nsrig.Blob(o.blob, 1)
 	hs := nsrig.NewServer()
 	defer hs.Close()
-	if err := hs.HTTP(sv.stack, sv.addr, fmt.Sprintf("hello from gVisor netstack on goiflib (%s, %s)", sv.ctx.Name(), mode), blob); err != nil {
+	if err := hs.HTTP(sv.stack, sv.addr, fmt.Sprintf("hello from gVisor netstack on goiflib (%s, %s)", sv.ic.Name(), mode), blob); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "serving HTTP from the Go stack at %v on %s (iflib %s, MTU %d, MAC %s)\n",
-		sv.addr, sv.ctx.Name(), mode, sv.ep.MTU(), macString(sv.ep))
+		sv.addr, sv.ic.Name(), mode, sv.ep.MTU(), macString(sv.ep))
 	fmt.Fprintln(out, "try:")
 	for _, l := range sv.curl {
 		fmt.Fprintln(out, "   ", l)
@@ -205,7 +205,7 @@ func counters(ctx context.Context, every time.Duration, sv *server, out io.Write
 				s.RxPackets-last.RxPackets, float64(s.RxBytes-last.RxBytes)/1e6/dt,
 				s.TxPackets-last.TxPackets, float64(s.TxBytes-last.TxBytes)/1e6/dt,
 				s.RxDropped(), s.TxDropped(),
-				sv.ctx.Counter(iflib.IfCounterIErrors), sv.ctx.Counter(iflib.IfCounterOQDrops), tcp.Retransmits.Value())
+				sv.ic.Counter(iflib.IfCounterIErrors), sv.ic.Counter(iflib.IfCounterOQDrops), tcp.Retransmits.Value())
 			if sv.extra != nil {
 				line += " | " + sv.extra()
 			}

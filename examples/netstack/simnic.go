@@ -28,7 +28,7 @@ func serveSimnic(o options, mode iflib.TxMode) (*server, error) {
 	pr.wg.Go(pr.accept)
 	url := "http://" + ln.Addr().String()
 	return &server{
-		stack: p.B.Stack, ep: p.B.EP, ctx: p.B.Ctx(), addr: p.B.Addr,
+		stack: p.B.Stack, ep: p.B.EP, ic: p.B.Context(), addr: p.B.Addr,
 		curl: []string{
 			"curl " + url + "/",
 			fmt.Sprintf("curl -s %s/blob | sha256sum; curl %s/sha256", url, url),

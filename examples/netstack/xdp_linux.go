@@ -69,7 +69,7 @@ func serveXDP(o options, mode iflib.TxMode) (*server, error) {
 		curl = append(curl, "(curl is not installed here: apt-get install curl)")
 	}
 	return &server{
-		stack: x.Stack, ep: x.EP, ctx: x.Driver.Context(), addr: addr.Addr(), curl: curl,
+		stack: x.Stack, ep: x.EP, ic: x.Driver.Context(), addr: addr.Addr(), curl: curl,
 		extra: func() string {
 			s := x.Driver.Stats()
 			return fmt.Sprintf("afxdp partial checksums completed %d, rx dropped %d, fill ring empty %d", s.PartialChecksums, s.RxDropped, s.RxFillRingEmpty)

@@ -9,7 +9,7 @@
 // before the context exists:
 //
 //	ep, _ := ifliblink.New(ifliblink.Options{TxZone: zone})          // its Input is the driver's Attachment.Input
-//	_ = ep.Bind(ctx); _ = s.CreateNIC(1, ep)                          // after Register: ctx is the driver's context
+//	_ = ep.Bind(ic); _ = s.CreateNIC(1, ep)                          // after Register: ic is the driver's context
 //
 // # Data path and copies
 //

@@ -114,7 +114,7 @@ type Endpoint struct {
 	zone    *iflib.Zone
 	opts    Options
 	txWait  time.Duration
-	ctx     atomic.Pointer[iflib.Context]
+	ic      atomic.Pointer[iflib.Context]
 	disp    atomic.Pointer[dispatcher]
 	mtu     atomic.Uint32
 	maxMTU  atomic.Uint32
@@ -188,7 +188,7 @@ func checkMAC(a tcpip.LinkAddress) error {
 	return nil
 }
 
-// Bind makes ctx the context the endpoint transmits on. The first Bind
+// Bind makes ic the context the endpoint transmits on. The first Bind
 // fixes the link identity gVisor sees: the MTU (Options.MTU, else the
 // device's MaxFrameSize − 18), the MAC and the offloads the device
 // advertises (SoftcCtx.TxCsumFlags, TxTSOSizeMax), so bind before
@@ -200,11 +200,11 @@ func checkMAC(a tcpip.LinkAddress) error {
 // yet (FreeBSD's if_getmtu/IFDI_MTU_SET, iflib_set_mac/if_getlladdr,
 // isc_capabilities/capenable). When it does, this is where the endpoint
 // reads them, and SetMTU/SetLinkAddress forward to them.
-func (e *Endpoint) Bind(ctx *iflib.Context) error {
-	if ctx == nil {
+func (e *Endpoint) Bind(ic *iflib.Context) error {
+	if ic == nil {
 		return ErrNilContext
 	}
-	sc := ctx.Softc()
+	sc := ic.Softc()
 	devMTU := uint32(max(sc.MaxFrameSize-etherHdrLen-etherCRCLen, 0))
 	csum, tso, gsoMax := e.offloads(sc)
 
@@ -225,21 +225,21 @@ func (e *Endpoint) Bind(ctx *iflib.Context) error {
 			e.caps |= stack.CapabilityTXChecksumOffload
 		}
 		if e.opts.LRO {
-			ls := make([]lro, ctx.NumRxQueues())
+			ls := make([]lro, ic.NumRxQueues())
 			e.lros.Store(&ls)
 		}
 		e.bound = true
-		e.ctx.Store(ctx)
+		e.ic.Store(ic)
 		return nil
 	}
 	if csum&e.txCsum != e.txCsum || (e.tso && !tso) {
-		return fmt.Errorf("%w: advertised %#x (TSO %v), %s offers %#x (TSO %v)", ErrOffloads, uint32(e.txCsum), e.tso, ctx.Name(), uint32(csum), tso)
+		return fmt.Errorf("%w: advertised %#x (TSO %v), %s offers %#x (TSO %v)", ErrOffloads, uint32(e.txCsum), e.tso, ic.Name(), uint32(csum), tso)
 	}
 	if mtu := e.mtu.Load(); mtu > devMTU {
-		return fmt.Errorf("%w: MTU %d, %s carries %d", ErrMTU, mtu, ctx.Name(), devMTU)
+		return fmt.Errorf("%w: MTU %d, %s carries %d", ErrMTU, mtu, ic.Name(), devMTU)
 	}
 	e.maxMTU.Store(devMTU)
-	e.ctx.Store(ctx)
+	e.ic.Store(ic)
 	return nil
 }
 
@@ -272,7 +272,7 @@ func (e *Endpoint) deviceMAC() tcpip.LinkAddress {
 }
 
 // Context returns the bound context (nil before Bind).
-func (e *Endpoint) Context() *iflib.Context { return e.ctx.Load() }
+func (e *Endpoint) Context() *iflib.Context { return e.ic.Load() }
 
 // LinkUp reports whether frames can leave: the endpoint is bound and not
 // closed, and its context runs (not stopped, not detached) with the link
@@ -282,7 +282,7 @@ func (e *Endpoint) Context() *iflib.Context { return e.ctx.Load() }
 // yet (the control-plane work adds one: then a subscriber here can tell
 // the stack).
 func (e *Endpoint) LinkUp() bool {
-	c := e.ctx.Load()
+	c := e.ic.Load()
 	return c != nil && !e.closed.Load() && c.Running() && c.LinkState() == iflib.LinkStateUp
 }
 

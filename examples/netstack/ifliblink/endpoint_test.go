@@ -73,8 +73,8 @@ func TestBindIdentity(t *testing.T) {
 	env := simnictest.NewEnv(t, simnictest.EnvOptions{})
 	mac := tcpip.LinkAddress("\x02\x11\x22\x33\x44\x55")
 
-	plain, ctx := attach(t, env, simnic.Config{Unit: 0, MaxFrame: 1518}, ifliblink.Options{})
-	require.NoError(t, plain.Bind(ctx))
+	plain, ic := attach(t, env, simnic.Config{Unit: 0, MaxFrame: 1518}, ifliblink.Options{})
+	require.NoError(t, plain.Bind(ic))
 	assert.Equal(t, uint32(1500), plain.MTU())
 	assert.Equal(t, stack.CapabilityResolutionRequired, plain.Capabilities())
 	assert.Equal(t, stack.GVisorGSOSupported, plain.SupportedGSO(), "no TSO: gVisor's own GSO, segments in bursts")
@@ -84,8 +84,8 @@ func TestBindIdentity(t *testing.T) {
 	require.Len(t, a, 6)
 	assert.Equal(t, byte(2), a[0]&3, "a random locally administered unicast address")
 
-	off, ctx2 := attach(t, env, simnic.Config{Unit: 1, Offload: true}, ifliblink.Options{MAC: mac, MTU: 4000})
-	require.NoError(t, off.Bind(ctx2))
+	off, ic2 := attach(t, env, simnic.Config{Unit: 1, Offload: true}, ifliblink.Options{MAC: mac, MTU: 4000})
+	require.NoError(t, off.Bind(ic2))
 	assert.Equal(t, uint32(4000), off.MTU(), "Options.MTU below the device's 9000")
 	assert.Equal(t, mac, off.LinkAddress())
 	assert.Equal(t, stack.CapabilityResolutionRequired|stack.CapabilityTXChecksumOffload, off.Capabilities())
@@ -96,24 +96,24 @@ func TestBindIdentity(t *testing.T) {
 	off.SetMTU(4000)
 
 	// A later Bind must offer what the stack was told.
-	assert.ErrorIs(t, off.Bind(ctx), ifliblink.ErrOffloads, "no checksum offload, no TSO")
-	assert.NoError(t, plain.Bind(ctx2), "more offloads than advertised is fine")
+	assert.ErrorIs(t, off.Bind(ic), ifliblink.ErrOffloads, "no checksum offload, no TSO")
+	assert.NoError(t, plain.Bind(ic2), "more offloads than advertised is fine")
 	_, small := attach(t, env, simnic.Config{Unit: 2, Offload: true, MaxFrame: 1518}, ifliblink.Options{})
 	assert.ErrorIs(t, off.Bind(small), ifliblink.ErrMTU)
 
-	noOff, ctx3 := attach(t, env, simnic.Config{Unit: 3, Offload: true}, ifliblink.Options{NoOffload: true})
-	require.NoError(t, noOff.Bind(ctx3))
+	noOff, ic3 := attach(t, env, simnic.Config{Unit: 3, Offload: true}, ifliblink.Options{NoOffload: true})
+	require.NoError(t, noOff.Bind(ic3))
 	assert.Equal(t, stack.CapabilityResolutionRequired, noOff.Capabilities())
 	assert.Equal(t, stack.GSONotSupported, noOff.SupportedGSO())
 
-	noTSO, ctx4 := attach(t, env, simnic.Config{Unit: 4, Offload: true}, ifliblink.Options{NoTSO: true, NoGSO: true})
-	require.NoError(t, noTSO.Bind(ctx4))
+	noTSO, ic4 := attach(t, env, simnic.Config{Unit: 4, Offload: true}, ifliblink.Options{NoTSO: true, NoGSO: true})
+	require.NoError(t, noTSO.Bind(ic4))
 	assert.Equal(t, stack.CapabilityResolutionRequired|stack.CapabilityTXChecksumOffload, noTSO.Capabilities())
 	assert.Equal(t, stack.GSONotSupported, noTSO.SupportedGSO())
 	assert.Zero(t, noTSO.GSOMaxSize())
 
-	hw, ctx5 := attach(t, env, simnic.Config{Unit: 5}, ifliblink.Options{HardwareAddr: func() []byte { return []byte(mac) }})
-	require.NoError(t, hw.Bind(ctx5))
+	hw, ic5 := attach(t, env, simnic.Config{Unit: 5}, ifliblink.Options{HardwareAddr: func() []byte { return []byte(mac) }})
+	require.NoError(t, hw.Bind(ic5))
 	assert.Equal(t, mac, hw.LinkAddress(), "the driver's address")
 }
 
@@ -121,7 +121,7 @@ func TestBindIdentity(t *testing.T) {
 // endpoint cannot send is counted, and nothing is handed to iflib.
 func TestWriteWhileDown(t *testing.T) {
 	env := simnictest.NewEnv(t, simnictest.EnvOptions{})
-	ep, ctx := attach(t, env, simnic.Config{}, ifliblink.Options{})
+	ep, ic := attach(t, env, simnic.Config{}, ifliblink.Options{})
 	write := func() tcpip.Error {
 		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 14, Payload: buffer.MakeWithData(make([]byte, 100))})
 		defer pkt.DecRef()
@@ -133,19 +133,19 @@ func TestWriteWhileDown(t *testing.T) {
 		return err
 	}
 	assert.IsType(t, &tcpip.ErrClosedForSend{}, write(), "unbound")
-	require.NoError(t, ep.Bind(ctx))
+	require.NoError(t, ep.Bind(ic))
 	assert.IsType(t, &tcpip.ErrClosedForSend{}, write(), "bound, not initialised")
-	require.NoError(t, ctx.Init())
+	require.NoError(t, ic.Init())
 	require.Eventually(t, ep.LinkUp, 5*time.Second, time.Millisecond)
 	assert.Nil(t, write())
-	require.NoError(t, ctx.Stop())
+	require.NoError(t, ic.Stop())
 	assert.False(t, ep.LinkUp(), "a stopped context")
 	assert.IsType(t, &tcpip.ErrClosedForSend{}, write())
 	st := ep.Stats()
 	assert.Equal(t, uint64(3), st.TxLinkDown)
 	assert.Equal(t, uint64(1), st.TxPackets)
 	ep.Close()
-	require.NoError(t, ctx.Init())
+	require.NoError(t, ic.Init())
 	assert.False(t, ep.LinkUp(), "closed by the stack")
 	assert.IsType(t, &tcpip.ErrClosedForSend{}, write())
 }
@@ -158,9 +158,9 @@ func TestTxAllocs(t *testing.T) {
 	env := simnictest.NewEnv(t, simnictest.EnvOptions{NoChecker: true})
 	zone, err := env.NewZone("tx", iflib.MCLBytes, 4096)
 	require.NoError(t, err)
-	ep, ctx := attach(t, env, simnic.Config{}, ifliblink.Options{TxZone: zone})
-	require.NoError(t, ep.Bind(ctx))
-	require.NoError(t, ctx.Init())
+	ep, ic := attach(t, env, simnic.Config{}, ifliblink.Options{TxZone: zone})
+	require.NoError(t, ep.Bind(ic))
+	require.NoError(t, ic.Init())
 	require.Eventually(t, ep.LinkUp, 5*time.Second, time.Millisecond)
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 14 + 20, Payload: buffer.MakeWithData(make([]byte, 1400))})
 	defer pkt.DecRef()

@@ -24,8 +24,8 @@ import (
 // (iflib refused it, freed it and counted it in oqdrops or oerrors).
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	list := pkts.AsSlice()
-	ctx := e.ctx.Load()
-	if ctx == nil || e.closed.Load() || !ctx.Running() || ctx.LinkState() != iflib.LinkStateUp {
+	ic := e.ic.Load()
+	if ic == nil || e.closed.Load() || !ic.Running() || ic.LinkState() != iflib.LinkStateUp {
 		e.st.add(txLinkDown, uint64(len(list)))
 		return 0, &tcpip.ErrClosedForSend{}
 	}
@@ -41,7 +41,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		}
 		if e.opts.PerPacket {
 			n := m.Hdr.Len
-			if err := ctx.Transmit(m); err != nil {
+			if err := ic.Transmit(m); err != nil {
 				e.st.add(txRefused, 1)
 				terr = transmitError(err)
 				continue
@@ -53,7 +53,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		}
 		batch = append(batch, m)
 		if len(batch) == batchMax {
-			n, err := e.transmit(ctx, batch)
+			n, err := e.transmit(ic, batch)
 			sent += n
 			if err != nil {
 				terr = err
@@ -62,7 +62,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		}
 	}
 	if len(batch) > 0 {
-		n, err := e.transmit(ctx, batch)
+		n, err := e.transmit(ic, batch)
 		sent += n
 		if err != nil {
 			terr = err
@@ -76,13 +76,13 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 // transmit hands a batch to iflib. TxBytes counts the bytes handed over:
 // TransmitBatch says how many packets it accepted, not which, so the
 // bytes of a refused packet cannot be taken back out.
-func (e *Endpoint) transmit(ctx *iflib.Context, batch []*iflib.Packet) (int, tcpip.Error) {
+func (e *Endpoint) transmit(ic *iflib.Context, batch []*iflib.Packet) (int, tcpip.Error) {
 	var bytes uint64
 	for _, m := range batch {
 		bytes += uint64(m.Hdr.Len)
 	}
 	e.st.add(txBytes, bytes)
-	n, err := ctx.TransmitBatch(batch)
+	n, err := ic.TransmitBatch(batch)
 	e.st.add(txPackets, uint64(n))
 	if err != nil {
 		e.st.add(txRefused, uint64(len(batch)-n))

@@ -247,7 +247,7 @@ func TestStopStartAndReattach(t *testing.T) {
 	require.True(t, p.B.EP.LinkUp())
 
 	// Stop: link down, the stack's packets refused; Init: back.
-	require.NoError(t, p.B.Ctx().Stop())
+	require.NoError(t, p.B.Context().Stop())
 	assert.False(t, p.B.EP.LinkUp())
 	u, err := gonet.DialUDP(p.B.Stack, nil, &tcpip.FullAddress{NIC: nsrig.NICID, Addr: nsrig.Addr(p.A.Addr), Port: 9}, ipv4.ProtocolNumber)
 	require.NoError(t, err)
@@ -256,7 +256,7 @@ func TestStopStartAndReattach(t *testing.T) {
 	downs := p.B.EP.Stats().TxLinkDown
 	_, _ = u.Write([]byte("while stopped"))
 	assert.Greater(t, p.B.EP.Stats().TxLinkDown, downs, "B's datagram was refused and counted")
-	require.NoError(t, p.B.Ctx().Init())
+	require.NoError(t, p.B.Context().Init())
 	require.Eventually(t, p.B.EP.LinkUp, 5*time.Second, time.Millisecond)
 	send(2)
 
@@ -271,7 +271,7 @@ func TestStopStartAndReattach(t *testing.T) {
 	// context: the same endpoint (the same gVisor NIC, its connections)
 	// goes on.
 	env := p.Env()
-	require.NoError(t, p.B.Ctx().Detach())
+	require.NoError(t, p.B.Context().Detach())
 	assert.False(t, p.B.EP.LinkUp(), "a detached context")
 	downs = p.B.EP.Stats().TxLinkDown
 	_, _ = u.Write([]byte("while detached"))

@@ -29,17 +29,17 @@ type Books struct {
 // Books reads the side's counters.
 func (s *Side) Books() Books {
 	b := Books{EP: s.EP.Stats(), Driver: s.Driver.Stats(), Dev: s.NIC.Stats()}
-	ctx := s.Ctx()
-	for q := range ctx.NumTxQueues() {
-		if t, err := ctx.TxQueueStats(q); err == nil {
+	ic := s.Context()
+	for q := range ic.NumTxQueues() {
+		if t, err := ic.TxQueueStats(q); err == nil {
 			b.Tx.OPackets += t.OPackets
 			b.Tx.OQDrops += t.OQDrops
 			b.Tx.OErrors += t.OErrors
 			b.Tx.StopDiscards += t.StopDiscards
 		}
 	}
-	for q := range ctx.NumRxQueues() {
-		if r, err := ctx.RxQueueStats(q); err == nil {
+	for q := range ic.NumRxQueues() {
+		if r, err := ic.RxQueueStats(q); err == nil {
 			b.Rx.IPackets += r.IPackets
 			b.Rx.IErrors += r.IErrors
 			b.Rx.IQDrops += r.IQDrops

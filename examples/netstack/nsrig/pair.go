@@ -70,8 +70,8 @@ type Side struct {
 	Addr   netip.Addr
 }
 
-// Ctx is the side's iflib context.
-func (s *Side) Ctx() *iflib.Context { return s.Driver.Context() }
+// Context is the side's iflib context.
+func (s *Side) Context() *iflib.Context { return s.Driver.Context() }
 
 // Pair is two stacks on two simulated NICs joined by simnic.Connect.
 type Pair struct {
@@ -166,10 +166,10 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 		if s.Driver, err = p.env.Attach(nic, iflib.Attachment{Config: ic, Input: s.EP.Input}); err != nil {
 			return p, err
 		}
-		if err = s.EP.Bind(s.Ctx()); err != nil {
+		if err = s.EP.Bind(s.Context()); err != nil {
 			return p, err
 		}
-		if err = s.Ctx().Init(); err != nil {
+		if err = s.Context().Init(); err != nil {
 			return p, err
 		}
 		if s.Stack, err = NewStack(s.EP, netip.PrefixFrom(s.Addr, 24)); err != nil {
@@ -214,8 +214,8 @@ func (p *Pair) Close() error {
 	}
 	for _, s := range []*Side{p.A, p.B} {
 		if s != nil && s.Driver != nil {
-			if err := s.Ctx().Detach(); err != nil && !errors.Is(err, iflib.ErrDetached) {
-				errs = append(errs, fmt.Errorf("%s: %w", s.Ctx().Name(), err))
+			if err := s.Context().Detach(); err != nil && !errors.Is(err, iflib.ErrDetached) {
+				errs = append(errs, fmt.Errorf("%s: %w", s.Context().Name(), err))
 			}
 		}
 	}

@@ -169,7 +169,7 @@ func TestFaults(t *testing.T) {
 			for k, n := range p.B.NIC.Schedule().Counts() {
 				fired[k] += n
 			}
-			t.Logf("faults fired: %s; resets %d + %d", simnic.FormatCounts(fired), p.A.Ctx().Resets(), p.B.Ctx().Resets())
+			t.Logf("faults fired: %s; resets %d + %d", simnic.FormatCounts(fired), p.A.Context().Resets(), p.B.Context().Resets())
 			t.Logf("A→B losses: %s", Losses(a, b))
 			t.Logf("B→A losses: %s", Losses(b, a))
 			t.Logf("A: %s\nB: %s", gv(p.A.Stack), gv(p.B.Stack))

@@ -85,11 +85,11 @@ func NewXDPStack(cfg XDPConfig) (x *XDPStack, err error) {
 	if err != nil {
 		return x, err
 	}
-	ctx := x.Driver.Context()
-	if err = x.EP.Bind(ctx); err != nil {
+	ic := x.Driver.Context()
+	if err = x.EP.Bind(ic); err != nil {
 		return x, err
 	}
-	if err = ctx.Init(); err != nil {
+	if err = ic.Init(); err != nil {
 		return x, fmt.Errorf("init %s: %w", cfg.Interface, err)
 	}
 	if x.Stack, err = NewStack(x.EP, cfg.Addr); err != nil {
