@@ -28,10 +28,10 @@ import (
 //     never used as a count.
 type Driver struct {
 	nic *NIC
-	// ctx is the context: stored by AttachPre (Register may call Init
+	// ic is the context: stored by AttachPre (Register may call Init
 	// from a wrapper's IFDI method before it returns), read by the
 	// interrupt handler on the device goroutine.
-	ctx        atomic.Pointer[iflib.Context]
+	ic         atomic.Pointer[iflib.Context]
 	ntxd, nrxd int
 	tx         []drvTxq
 	rx         []drvRxq
@@ -212,17 +212,17 @@ func (n *NIC) AttachWith(a iflib.Attachment, wrap func(d *Driver, sh *iflib.Shar
 	if a.Config.OverrideNRxds[0] == 0 {
 		a.Config.OverrideNRxds[0] = n.cfg.NRxd
 	}
-	ctx, err := iflib.Register(a)
+	ic, err := iflib.Register(a)
 	if err != nil {
 		n.release(d)
 		return nil, err
 	}
-	d.ctx.Store(ctx) // AttachPre stored it already, unless a wrapper did not call it
+	d.ic.Store(ic) // AttachPre stored it already, unless a wrapper did not call it
 	return d, nil
 }
 
 // Context returns the iflib context.
-func (d *Driver) Context() *iflib.Context { return d.ctx.Load() }
+func (d *Driver) Context() *iflib.Context { return d.ic.Load() }
 
 // NIC returns the device model.
 func (d *Driver) NIC() *NIC { return d.nic }
@@ -237,8 +237,8 @@ func (d *Driver) headWB() bool { return d.nic.cfg.TxCompletion == TxCompletionHe
 // AttachPre is IFDI_ATTACH_PRE: fill the softc context. In head
 // write-back mode the TX ring has room for the head after its last
 // descriptor (ixl: isc_txqsizes = ntxd × 16 + sizeof(u32), rounded).
-func (d *Driver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
-	d.ctx.Store(ctx) // the interrupt handler's, should a wrapper Init during Register
+func (d *Driver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
+	d.ic.Store(ic) // the interrupt handler's, should a wrapper Init during Register
 	cfg := d.nic.cfg
 	sc.NTxQSetsMax, sc.NRxQSetsMax = cfg.Queues, cfg.Queues
 	d.ntxd, d.nrxd = sc.NTxd[0], sc.NRxd[0]
@@ -292,14 +292,14 @@ func (d *Driver) RxQueuesAlloc(rings []iflib.RingMem, nrxqs, nrxqsets int) error
 
 // Init is IFDI_INIT: program the rings and start the device. iflib then
 // calls IFDI_UPDATE_ADMIN_STATUS, which reports the link.
-func (d *Driver) Init(ctx *iflib.Context) error {
+func (d *Driver) Init(ic *iflib.Context) error {
 	if !d.nic.ownedBy(d) {
 		return fmt.Errorf("%w: %s is not bound to this driver", ErrBusy, d.nic.bus.Name())
 	}
 	if len(d.tx) == 0 || len(d.rx) == 0 {
 		return errNoRings
 	}
-	d.ctx.CompareAndSwap(nil, ctx)
+	d.ic.CompareAndSwap(nil, ic)
 	tx := make([]busdma.BusAddr, len(d.tx))
 	rx := make([]busdma.BusAddr, len(d.rx))
 	for i := range d.tx {
@@ -321,7 +321,7 @@ func (d *Driver) Init(ctx *iflib.Context) error {
 		rx[i] = d.rx[i].paddr
 		d.rx[i].visible = 0
 	}
-	d.nic.program(tx, rx, d.tx[0].size, d.rx[0].size, ctx.RxBufSize(0)) // iflib_get_rx_mbuf_sz: the buffers iflib posts
+	d.nic.program(tx, rx, d.tx[0].size, d.rx[0].size, ic.RxBufSize(0)) // iflib_get_rx_mbuf_sz: the buffers iflib posts
 	d.nic.start(d.intr)
 	return nil
 }
@@ -329,72 +329,72 @@ func (d *Driver) Init(ctx *iflib.Context) error {
 // intr is the driver's interrupt filter: schedule the queue task, or the
 // admin task for a link change (em_msix_link → iflib_admin_intr_deferred).
 func (d *Driver) intr(c intrCause, q int) {
-	ctx := d.ctx.Load()
+	ic := d.ic.Load()
 	switch c {
 	case causeTx:
-		ctx.TxIntr(q)
+		ic.TxIntr(q)
 	case causeRx:
-		ctx.RxIntr(q)
+		ic.RxIntr(q)
 	case causeLink:
-		ctx.AdminIntr()
+		ic.AdminIntr()
 	}
 }
 
 // UpdateAdminStatus is IFDI_UPDATE_ADMIN_STATUS
 // (em_if_update_admin_status): read the link and report it.
-func (d *Driver) UpdateAdminStatus(ctx *iflib.Context) {
+func (d *Driver) UpdateAdminStatus(ic *iflib.Context) {
 	if d.nic.readStatus() {
-		ctx.LinkStateChange(iflib.LinkStateUp, 100_000_000_000)
+		ic.LinkStateChange(iflib.LinkStateUp, 100_000_000_000)
 	} else {
-		ctx.LinkStateChange(iflib.LinkStateDown, 0)
+		ic.LinkStateChange(iflib.LinkStateDown, 0)
 	}
 }
 
 // Timer is IFDI_TIMER (em_if_timer): on queue 0, have the admin task
 // poll the link, which catches a link change whose interrupt was lost.
-func (d *Driver) Timer(ctx *iflib.Context, qid int) {
+func (d *Driver) Timer(ic *iflib.Context, qid int) {
 	if qid == 0 {
-		ctx.AdminIntr()
+		ic.AdminIntr()
 	}
 }
 
 // WatchdogReset is IFDI_WATCHDOG_RESET (em_if_watchdog_reset): count it;
 // iflib then resets the interface, which reprograms the hung queue.
-func (d *Driver) WatchdogReset(ctx *iflib.Context) { d.watchdogResets.Add(1) }
+func (d *Driver) WatchdogReset(ic *iflib.Context) { d.watchdogResets.Add(1) }
 
 // Stop is IFDI_STOP.
-func (d *Driver) Stop(ctx *iflib.Context) {
+func (d *Driver) Stop(ic *iflib.Context) {
 	d.nic.stop()
 	for i := range d.tx {
 		t := &d.tx[i]
 		t.encappedA.Store(t.encapped)
 		t.abandonedA.Store(t.encapped - d.nic.txq[i].packets) // the device goroutine is gone
 	}
-	ctx.LinkStateChange(iflib.LinkStateDown, 0)
+	ic.LinkStateChange(iflib.LinkStateDown, 0)
 }
 
 // IntrEnable is IFDI_INTR_ENABLE.
-func (d *Driver) IntrEnable(ctx *iflib.Context) { d.nic.intrEnable() }
+func (d *Driver) IntrEnable(ic *iflib.Context) { d.nic.intrEnable() }
 
 // IntrDisable is IFDI_INTR_DISABLE.
-func (d *Driver) IntrDisable(ctx *iflib.Context) { d.nic.intrDisable() }
+func (d *Driver) IntrDisable(ic *iflib.Context) { d.nic.intrDisable() }
 
 // TxQueueIntrEnable is IFDI_TX_QUEUE_INTR_ENABLE.
-func (d *Driver) TxQueueIntrEnable(ctx *iflib.Context, qid int) error {
+func (d *Driver) TxQueueIntrEnable(ic *iflib.Context, qid int) error {
 	d.nic.txq[qid].intrEn.Store(true)
 	d.nic.wake()
 	return nil
 }
 
 // RxQueueIntrEnable is IFDI_RX_QUEUE_INTR_ENABLE.
-func (d *Driver) RxQueueIntrEnable(ctx *iflib.Context, qid int) error {
+func (d *Driver) RxQueueIntrEnable(ic *iflib.Context, qid int) error {
 	d.nic.rxq[qid].intrEn.Store(true)
 	d.nic.wake()
 	return nil
 }
 
 // Detach is IFDI_DETACH.
-func (d *Driver) Detach(ctx *iflib.Context) error {
+func (d *Driver) Detach(ic *iflib.Context) error {
 	if d.nic.ownedBy(d) {
 		d.nic.stop()
 	}

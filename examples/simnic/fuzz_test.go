@@ -784,17 +784,17 @@ func (m *nicModel) step(op int, d *decoder) {
 			return
 		}
 		m.logf("%s %d", opNames[op], i)
-		ctx := n.drv.Context()
+		ic := n.drv.Context()
 		var err error
 		switch op {
 		case opInit:
-			m.guard("Init", func() { err = ctx.Init() })
+			m.guard("Init", func() { err = ic.Init() })
 			n.inited = n.inited || err == nil
 		case opStop:
-			m.guard("Stop", func() { err = ctx.Stop() })
+			m.guard("Stop", func() { err = ic.Stop() })
 			n.inited = false
 		case opDetach:
-			m.guard("Detach", func() { err = ctx.Detach() })
+			m.guard("Detach", func() { err = ic.Detach() })
 			n.owner, n.drv, n.inited = -1, nil, false
 		}
 		if err != nil {
@@ -893,8 +893,8 @@ func (m *nicModel) transmit(n *mNIC, lens, kind uint8) {
 		pkt.Hdr.CsumFlags = iflib.CsumIPTSO
 		pkt.Hdr.TSOSegSize = [...]uint16{0, 1, 536, 1448, 9000, 65535}[int(kind>>3)%6]
 	}
-	ctx := n.drv.Context()
-	m.guard("Transmit", func() { _ = ctx.Transmit(pkt) })
+	ic := n.drv.Context()
+	m.guard("Transmit", func() { _ = ic.Transmit(pkt) })
 }
 
 // check runs after every step: counters never go back, the checker and

@@ -182,14 +182,14 @@ type wrapDriver struct {
 	initErr error // the driver's Init called from AttachPre, before its rings exist
 }
 
-func (w *wrapDriver) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
-	if err := w.Driver.AttachPre(ctx, sc); err != nil {
+func (w *wrapDriver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
+	if err := w.Driver.AttachPre(ic, sc); err != nil {
 		return err
 	}
 	if w.qsets > 0 {
 		sc.NTxQSets, sc.NRxQSets = w.qsets, w.qsets
 	}
-	w.initErr = w.Driver.Init(ctx)
+	w.initErr = w.Driver.Init(ic)
 	return nil
 }
 
