@@ -31,7 +31,7 @@
 //	   └─ drbr:   lock free: send, or defer into buf_ring (≤ max producers) ─▶ drain quota
 //	encap: busdma LoadMulti ─(EFBIG)▶ collapse ▶ defrag ─▶ TxdEncap ─▶ PREWRITE
 //	doorbell: ring PREREAD|PREWRITE ─▶ TxdFlush (deferred by txq_max_db_deferred)
-//	completion: POSTREAD ─▶ TxdCreditsUpdate ─▶ reclaim (lagging by nsegments)
+//	completion: POSTREAD ─▶ TxdCreditsUpdate ─▶ reclaim (whole packets the credits cover)
 //	            ─▶ POSTWRITE + Unload ─▶ free to the zone
 //
 // # Ownership
