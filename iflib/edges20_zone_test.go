@@ -3,6 +3,7 @@ package iflib_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,4 +79,42 @@ func TestClosedZoneRefusesUse(t *testing.T) {
 	c.Flush()
 	require.NoError(t, z.Close(), "Close is idempotent")
 	require.False(t, errors.Is(z.Close(), iflib.ErrLeak))
+}
+
+// The fuzzer's first finding (FuzzModel seed "two contexts forwarding"):
+// packets one context received and forwarded to another that still has
+// them queued make the first's Detach report a *LeakError — and then its
+// RX zone kept its memory forever, even after the packets came back. Now
+// the zone returns its memory to the space when the last of them is freed.
+func TestDetachedZoneReturnsMemoryAfterForwarding(t *testing.T) {
+	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 32 << 20, ContigSize: 4 << 20})
+	require.NoError(t, err)
+	b := newFake(t, fakeOpts{space: space, name: "out", cfg: iflib.Config{RxZoneSize: 300}})
+	require.NoError(t, b.ctx.Init())
+	b.mu.Lock()
+	b.hold = true // B keeps what it is given on its ring
+	b.mu.Unlock()
+	var forwarded atomic.Int64
+	a := newFake(t, fakeOpts{space: space, name: "in", cfg: iflib.Config{RxZoneSize: 300},
+		input: func(_ int, pkts []*iflib.Packet) {
+			n, _ := b.ctx.TransmitBatch(pkts)
+			forwarded.Add(int64(n))
+		}})
+	require.NoError(t, a.ctx.Init())
+	for i := 0; i < 10; i++ {
+		require.True(t, a.rx(frame(300, byte(i))))
+	}
+	eventually(t, "the frames forwarded", func() bool { return forwarded.Load() == 10 })
+	before := space.Allocated()
+	err = a.ctx.Detach()
+	require.ErrorIs(t, err, iflib.ErrLeak, "B still holds A's packets")
+	require.NoError(t, a.bus.Close())
+	b.mu.Lock()
+	b.hold = false
+	b.mu.Unlock()
+	b.complete(-1)
+	require.NoError(t, b.ctx.Stop()) // frees what is left on B's ring
+	require.Less(t, space.Allocated(), before, "A's zone kept its memory after its packets came back")
+	b.close()
+	require.Zero(t, space.Allocated())
 }
