@@ -15,7 +15,7 @@ import (
 // DMA at the bus addresses iflib mapped.
 type loopNIC struct {
 	bus *busdma.Device
-	ctx *iflib.Context
+	ic  *iflib.Context
 
 	mu     sync.Mutex // the "hardware" state below
 	txd    []busdma.Segment
@@ -34,7 +34,7 @@ const loopRing = 64
 
 // IFDI: attach, rings, init/stop, interrupts, detach.
 
-func (d *loopNIC) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
+func (d *loopNIC) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.NTxQSetsMax, sc.NRxQSetsMax = 1, 1
 	sc.TxdSize[0], sc.RxdSize[0] = 16, 16 // iflib derives the ring memory from these
 	sc.TxNSegments = 4
@@ -45,17 +45,17 @@ func (d *loopNIC) AttachPre(ctx *iflib.Context, sc *iflib.SoftcCtx) error {
 }
 func (d *loopNIC) TxQueuesAlloc([]iflib.RingMem, int, int) error { return nil }
 func (d *loopNIC) RxQueuesAlloc([]iflib.RingMem, int, int) error { return nil }
-func (d *loopNIC) Init(ctx *iflib.Context) error {
+func (d *loopNIC) Init(ic *iflib.Context) error {
 	d.mu.Lock()
 	d.rxHead, d.rxTail, d.txHead, d.done = 0, 0, 0, 0
 	clear(d.rxLen)
 	d.mu.Unlock()
 	// The driver reports its link; until it does, Transmit fails with
 	// iflib.ErrLinkDown.
-	ctx.LinkStateChange(iflib.LinkStateUp, 10_000_000_000)
+	ic.LinkStateChange(iflib.LinkStateUp, 10_000_000_000)
 	return nil
 }
-func (d *loopNIC) Stop(ctx *iflib.Context)     { ctx.LinkStateChange(iflib.LinkStateDown, 0) }
+func (d *loopNIC) Stop(ic *iflib.Context)      { ic.LinkStateChange(iflib.LinkStateDown, 0) }
 func (d *loopNIC) IntrEnable(*iflib.Context)   {}
 func (d *loopNIC) IntrDisable(*iflib.Context)  {}
 func (d *loopNIC) Detach(*iflib.Context) error { return nil }
@@ -94,8 +94,8 @@ func (d *loopNIC) TxdFlush(qid, pidx int) {
 	}
 	d.txHead = pidx
 	d.mu.Unlock()
-	d.ctx.TxIntr(qid) // interrupts: iflib schedules the queue tasks
-	d.ctx.RxIntr(qid)
+	d.ic.TxIntr(qid) // interrupts: iflib schedules the queue tasks
+	d.ic.RxIntr(qid)
 }
 
 func (d *loopNIC) TxdCreditsUpdate(qid int, clear bool) int {
@@ -151,7 +151,7 @@ func Example() {
 
 	d := &loopNIC{bus: bus}
 	got := make(chan string, 1)
-	ctx, err := iflib.Register(iflib.Attachment{
+	ic, err := iflib.Register(iflib.Attachment{
 		Driver: d,
 		Shared: &iflib.SharedCtx{DriverName: "loop"}, // every other field has a default
 		Bus:    bus,
@@ -166,8 +166,8 @@ func Example() {
 		fmt.Println("register:", err)
 		return
 	}
-	d.ctx = ctx
-	if err := ctx.Init(); err != nil {
+	d.ic = ic
+	if err := ic.Init(); err != nil {
 		fmt.Println("init:", err)
 		return
 	}
@@ -176,15 +176,15 @@ func Example() {
 	zone, _ := iflib.NewZone(bus.Space(), "tx", iflib.MCLBytes, 64)
 	p, _ := zone.Get()
 	p.Append([]byte("hello, iflib"))
-	if err := ctx.Transmit(p); err != nil { // p is iflib's now, whatever the result
+	if err := ic.Transmit(p); err != nil { // p is iflib's now, whatever the result
 		fmt.Println("transmit:", err)
 	}
 	fmt.Println("received:", <-got)
 
-	_ = ctx.Stop()
-	fmt.Println("running after stop:", ctx.Running())
-	fmt.Println("detach:", ctx.Detach()) // also checks every packet came home
-	fmt.Println("opackets:", ctx.Counter(iflib.IfCounterOPackets), "ipackets:", ctx.Counter(iflib.IfCounterIPackets))
+	_ = ic.Stop()
+	fmt.Println("running after stop:", ic.Running())
+	fmt.Println("detach:", ic.Detach()) // also checks every packet came home
+	fmt.Println("opackets:", ic.Counter(iflib.IfCounterOPackets), "ipackets:", ic.Counter(iflib.IfCounterIPackets))
 	// Output:
 	// received: hello, iflib
 	// running after stop: false

@@ -17,7 +17,7 @@ import "errors"
 type Device interface {
 	// AttachPre is IFDI_ATTACH_PRE: allocate resources and fill the
 	// SoftcCtx (queue counts, ring sizes, segment limits, TxRx).
-	AttachPre(ctx *Context, scctx *SoftcCtx) error
+	AttachPre(ic *Context, scctx *SoftcCtx) error
 	// TxQueuesAlloc is IFDI_TX_QUEUES_ALLOC: take the TX ring memory iflib
 	// allocated, indexed [qset*ntxqs + ring].
 	TxQueuesAlloc(rings []RingMem, ntxqs, ntxqsets int) error
@@ -25,58 +25,58 @@ type Device interface {
 	RxQueuesAlloc(rings []RingMem, nrxqs, nrxqsets int) error
 	// Init is IFDI_INIT: program the hardware; called before the free lists
 	// are filled. Report the link here (LinkStateChange) if it is known.
-	Init(ctx *Context) error
+	Init(ic *Context) error
 	// Stop is IFDI_STOP: stop the hardware. After Stop the device touches no
 	// descriptor and no buffer.
-	Stop(ctx *Context)
+	Stop(ic *Context)
 	// IntrEnable and IntrDisable are IFDI_INTR_ENABLE / IFDI_INTR_DISABLE.
-	IntrEnable(ctx *Context)
-	IntrDisable(ctx *Context)
+	IntrEnable(ic *Context)
+	IntrDisable(ic *Context)
 	// Detach is IFDI_DETACH: release what AttachPre took.
-	Detach(ctx *Context) error
+	Detach(ic *Context) error
 }
 
 // Optional IFDI methods. iflib uses a method when the Device implements the
 // interface and the documented default otherwise.
 type (
 	// AttachPoster is IFDI_ATTACH_POST (default: nothing).
-	AttachPoster interface{ AttachPost(ctx *Context) error }
+	AttachPoster interface{ AttachPost(ic *Context) error }
 	// QueueIntrEnabler is IFDI_RX_QUEUE_INTR_ENABLE and
 	// IFDI_TX_QUEUE_INTR_ENABLE (default: ENOTSUP, and iflib falls back to
 	// IntrEnable for the whole device, as legacy interrupts do).
 	QueueIntrEnabler interface {
-		RxQueueIntrEnable(ctx *Context, qid int) error
-		TxQueueIntrEnable(ctx *Context, qid int) error
+		RxQueueIntrEnable(ic *Context, qid int) error
+		TxQueueIntrEnable(ic *Context, qid int) error
 	}
 	// QueueSetupper is IFDI_TXQ_SETUP / IFDI_RXQ_SETUP (default: nothing):
 	// called once per queue at Register, after the queues were handed out
 	// (iflib_qset_structures_setup), not on every Init.
 	QueueSetupper interface {
-		TxqSetup(ctx *Context, qid int) error
-		RxqSetup(ctx *Context, qid int) error
+		TxqSetup(ic *Context, qid int) error
+		RxqSetup(ic *Context, qid int) error
 	}
 	// AdminStatusUpdater is IFDI_UPDATE_ADMIN_STATUS: poll the link and call
 	// Context.LinkStateChange. iflib calls it at the end of Init and on
 	// every admin task pass (AdminIntr, resets, watchdog). Default: nothing,
 	// and then the driver must report its link itself (LinkStateChange from
 	// IFDI_INIT or its link interrupt): iflib never assumes the link is up.
-	AdminStatusUpdater interface{ UpdateAdminStatus(ctx *Context) }
+	AdminStatusUpdater interface{ UpdateAdminStatus(ic *Context) }
 	// CounterGetter is IFDI_GET_COUNTER (default: iflib's own counters).
 	CounterGetter interface {
-		GetCounter(ctx *Context, c IfCounter) (uint64, bool)
+		GetCounter(ic *Context, c IfCounter) (uint64, bool)
 	}
 	// QueuesFreer is IFDI_QUEUES_FREE (default: nothing). Called after
 	// IFDI_DETACH, as iflib_device_deregister does.
-	QueuesFreer interface{ QueuesFree(ctx *Context) }
+	QueuesFreer interface{ QueuesFree(ic *Context) }
 	// TimerHandler is IFDI_TIMER (default: nothing): iflib's timer calls it
 	// for each TX queue every Config.TimerInterval while running, without
 	// the context lock. em calls iflib_admin_intr_deferred here
 	// (Context.AdminIntr) to poll its link.
-	TimerHandler interface{ Timer(ctx *Context, qid int) }
+	TimerHandler interface{ Timer(ic *Context, qid int) }
 	// WatchdogResetter is IFDI_WATCHDOG_RESET (default: nothing): the admin
 	// task calls it when the TX watchdog found a hung queue, before it
 	// resets the interface (stop + init).
-	WatchdogResetter interface{ WatchdogReset(ctx *Context) }
+	WatchdogResetter interface{ WatchdogReset(ic *Context) }
 )
 
 // ErrNotSupported is ENOTSUP, the default of optional IFDI methods.
