@@ -96,10 +96,21 @@ var params = []param{
 	}},
 	// SoftcCtx (after simnic's AttachPre)
 	{"sc.NTxQSets", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NTxQSets = v }) }},
-	{"sc.NRxQSetsMax", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NRxQSetsMax = v }) }},
+	// N{Tx,Rx}QSetsMax: only the values iflib must refuse; a count above
+	// the NIC's queues would be the wrapper lying to simnic (iflib's bounds
+	// are unit-tested in TestConfigNonsenseIsConfigError).
+	{"sc.NRxQSetsMax", 1, func(r *regSpec, v int) {
+		if v <= 0 || v > iflib.MaxQueueSets {
+			r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NRxQSetsMax = v })
+		}
+	}},
 	{"sc.TxdSize[0]", 16, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxdSize[0] = v }) }},
 	{"sc.NRxQSets", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NRxQSets = v }) }},
-	{"sc.NTxQSetsMax", 1, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NTxQSetsMax = v }) }},
+	{"sc.NTxQSetsMax", 1, func(r *regSpec, v int) {
+		if v <= 0 || v > iflib.MaxQueueSets {
+			r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.NTxQSetsMax = v })
+		}
+	}},
 	{"sc.RxdSize[0]", 16, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.RxdSize[0] = v }) }},
 	{"sc.TxTSOSegSizeMax", 4096, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxTSOSegSizeMax = v }) }},
 	{"sc.TxNSegments", 8, func(r *regSpec, v int) { r.softc = append(r.softc, func(s *iflib.SoftcCtx) { s.TxNSegments = v }) }},

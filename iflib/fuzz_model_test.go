@@ -284,7 +284,14 @@ func (m *model) guard(what string, d time.Duration, fn func()) {
 
 func (m *model) logf(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf(format, args...))
+	if trace {
+		fmt.Fprintln(os.Stderr, m.log[len(m.log)-1]) // a crash loses the log: print as it goes
+	}
 }
+
+// trace prints each operation as it runs (IFLIB_FUZZ_TRACE=1), for a
+// failure that kills the process before the log is printed.
+var trace = os.Getenv("IFLIB_FUZZ_TRACE") != ""
 
 func (m *model) report() string {
 	return fmt.Sprintf("operations:\n  %s\nreplay: IFLIB_FUZZ_INPUT=%s go test -run '^TestFuzzModelReplay$' -v ./iflib/",
