@@ -18,8 +18,11 @@
 // packet is copied into packets from Options.TxZone — chained when a frame
 // is larger than one cluster — its checksum offload or TSO is set
 // (CSUM_IP_TCP/UDP with the pseudo-header sum seeded, or CSUM_IP_TSO and
-// tso_segsz), and the burst goes to iflib with one Context.TransmitBatch
-// (one mp_ring enqueue and drain, one doorbell decision).
+// tso_segsz; checksums the device cannot insert are computed over the
+// copy, and gVisor's host-GSO packets over IPv6, which the device cannot
+// cut, are cut into segments here), and the burst goes to iflib with one
+// Context.TransmitBatch (one mp_ring enqueue and drain, one doorbell
+// decision).
 //
 // Receive: iflib's RX task calls Input with a batch (if_input). Each frame
 // is checked (see Input), copied into one gVisor buffer, freed back to

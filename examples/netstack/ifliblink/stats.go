@@ -6,10 +6,11 @@ import (
 	"sync/atomic"
 )
 
-// Stats are the endpoint's counters. Every packet gVisor hands
-// WritePackets ends in exactly one of TxPackets, TxLinkDown, TxNoZone and
-// TxRefused; every frame iflib hands Input ends in exactly one of
-// RxPackets and the Rx drop counters.
+// Stats are the endpoint's counters. Every frame WritePackets makes (one
+// per gVisor packet, or one per segment of a packet it cuts itself) ends in
+// exactly one of TxPackets, TxLinkDown, TxNoZone and TxRefused; every frame
+// iflib hands Input ends in exactly one of RxPackets and the Rx drop
+// counters.
 type Stats struct {
 	// TxPackets are packets iflib accepted (sent or queued), TxBytes the
 	// bytes handed to iflib (a refused packet's included: TransmitBatch
@@ -29,6 +30,9 @@ type Stats struct {
 	// device asked for their checksum, and with the checksum computed by
 	// the endpoint (the device cannot, gVisor left it).
 	TxTSO, TxCsumOffload, TxCsumSoftware uint64
+	// TxSoftGSO: host-GSO packets the endpoint cut into segments itself
+	// (the device has no TSO for them); each segment is a frame above.
+	TxSoftGSO uint64
 
 	// RxPackets, RxBytes: frames delivered to the stack, RxCoalesced of
 	// which merged into the segment before them (LRO): the stack got
@@ -67,7 +71,7 @@ func (s Stats) String() string {
 	}{
 		{"tx", s.TxPackets}, {"tx_bytes", s.TxBytes}, {"tx_linkdown", s.TxLinkDown}, {"tx_nozone", s.TxNoZone},
 		{"tx_refused", s.TxRefused}, {"tx_zonewaits", s.TxZoneWaits}, {"tx_tso", s.TxTSO},
-		{"tx_csum_offload", s.TxCsumOffload}, {"tx_csum_sw", s.TxCsumSoftware},
+		{"tx_csum_offload", s.TxCsumOffload}, {"tx_csum_sw", s.TxCsumSoftware}, {"tx_soft_gso", s.TxSoftGSO},
 		{"rx", s.RxPackets}, {"rx_bytes", s.RxBytes}, {"rx_coalesced", s.RxCoalesced}, {"rx_nodispatcher", s.RxNoDispatcher}, {"rx_runt", s.RxRunt},
 		{"rx_overmtu", s.RxOverMTU}, {"rx_otherhost", s.RxOtherHost}, {"rx_vlan", s.RxVLAN}, {"rx_badcsum", s.RxBadCsum},
 	} {
@@ -87,7 +91,7 @@ func (e *Endpoint) Stats() Stats {
 	return Stats{
 		TxPackets: c.get(txPackets), TxBytes: c.get(txBytes), TxLinkDown: c.get(txLinkDown),
 		TxNoZone: c.get(txNoZone), TxRefused: c.get(txRefused), TxZoneWaits: c.get(txZoneWaits),
-		TxTSO: c.get(txTSO), TxCsumOffload: c.get(txCsumOffload), TxCsumSoftware: c.get(txCsumSoftware),
+		TxTSO: c.get(txTSO), TxCsumOffload: c.get(txCsumOffload), TxCsumSoftware: c.get(txCsumSoftware), TxSoftGSO: c.get(txSoftGSO),
 		RxPackets: c.get(rxPackets), RxBytes: c.get(rxBytes), RxCoalesced: c.get(rxCoalesced), RxNoDispatcher: c.get(rxNoDispatcher),
 		RxRunt: c.get(rxRunt), RxOverMTU: c.get(rxOverMTU), RxOtherHost: c.get(rxOtherHost),
 		RxVLAN: c.get(rxVLAN), RxBadCsum: c.get(rxBadCsum),
@@ -107,6 +111,7 @@ const (
 	txTSO
 	txCsumOffload
 	txCsumSoftware
+	txSoftGSO
 	rxPackets
 	rxBytes
 	rxCoalesced

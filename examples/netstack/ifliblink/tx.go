@@ -16,12 +16,14 @@ import (
 // WritePackets implements stack.LinkWriter: each packet is copied into a
 // packet from the TX zone (chained when it does not fit one cluster), its
 // offloads are set, and the batch goes to iflib with one
-// Context.TransmitBatch (Options.PerPacket: Transmit each). It returns how
-// many iflib accepted. The gVisor packets stay the caller's: nothing is
-// kept after the call. Every packet not accepted is counted once: in
-// TxLinkDown (not handed to iflib: unbound, closed, stopped, detached or
-// link down), TxNoZone (no packet in the zone for TxWait), or TxRefused
-// (iflib refused it, freed it and counted it in oqdrops or oerrors).
+// Context.TransmitBatch (Options.PerPacket: Transmit each). A host-GSO
+// packet the device cannot cut (TCP over IPv6 without CSUM_IP6_TSO) is cut
+// into segments here (TxSoftGSO). It returns how many frames iflib
+// accepted. The gVisor packets stay the caller's: nothing is kept after
+// the call. Every frame not accepted is counted once: in TxLinkDown (not
+// handed to iflib: unbound, closed, stopped, detached or link down),
+// TxNoZone (no packet in the zone for TxWait), or TxRefused (iflib refused
+// it, freed it and counted it in oqdrops or oerrors).
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	list := pkts.AsSlice()
 	ic := e.ic.Load()
@@ -30,47 +32,68 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		return 0, &tcpip.ErrClosedForSend{}
 	}
 	bp := e.batches.Get().(*[]*iflib.Packet)
-	batch := (*bp)[:0]
-	sent := 0
-	var terr tcpip.Error
+	w := txWork{e: e, ic: ic, batch: (*bp)[:0]}
 	for _, pkt := range list {
+		if mss, ok := e.softGSO(pkt); ok {
+			w.err(e.segment(pkt, mss, &w))
+			continue
+		}
 		m, err := e.frame(pkt)
 		if err != nil {
-			terr = err
+			w.err(err)
 			continue
 		}
-		if e.opts.PerPacket {
-			n := m.Hdr.Len
-			if err := ic.Transmit(m); err != nil {
-				e.st.add(txRefused, 1)
-				terr = transmitError(err)
-				continue
-			}
-			e.st.add(txPackets, 1)
-			e.st.add(txBytes, uint64(n))
-			sent++
-			continue
-		}
-		batch = append(batch, m)
-		if len(batch) == batchMax {
-			n, err := e.transmit(ic, batch)
-			sent += n
-			if err != nil {
-				terr = err
-			}
-			batch = batch[:0]
-		}
+		w.put(m)
 	}
-	if len(batch) > 0 {
-		n, err := e.transmit(ic, batch)
-		sent += n
-		if err != nil {
-			terr = err
-		}
-	}
-	*bp = batch[:0]
+	w.flush()
+	*bp = w.batch[:0]
 	e.batches.Put(bp)
-	return sent, terr
+	return w.sent, w.terr
+}
+
+// txWork is one WritePackets call's batch and results.
+type txWork struct {
+	e     *Endpoint
+	ic    *iflib.Context
+	batch []*iflib.Packet
+	sent  int
+	terr  tcpip.Error
+}
+
+func (w *txWork) err(err tcpip.Error) {
+	if err != nil {
+		w.terr = err
+	}
+}
+
+// put queues a frame for iflib (or, with Options.PerPacket, sends it).
+func (w *txWork) put(m *iflib.Packet) {
+	if w.e.opts.PerPacket {
+		n := m.Hdr.Len
+		if err := w.ic.Transmit(m); err != nil {
+			w.e.st.add(txRefused, 1)
+			w.terr = transmitError(err)
+			return
+		}
+		w.e.st.add(txPackets, 1)
+		w.e.st.add(txBytes, uint64(n))
+		w.sent++
+		return
+	}
+	w.batch = append(w.batch, m)
+	if len(w.batch) == batchMax {
+		w.flush()
+	}
+}
+
+func (w *txWork) flush() {
+	if len(w.batch) == 0 {
+		return
+	}
+	n, err := w.e.transmit(w.ic, w.batch)
+	w.sent += n
+	w.err(err)
+	w.batch = w.batch[:0]
 }
 
 // transmit hands a batch to iflib. TxBytes counts the bytes handed over:
@@ -115,15 +138,43 @@ func (e *Endpoint) frame(pkt *stack.PacketBuffer) (*iflib.Packet, tcpip.Error) {
 		e.st.add(txNoZone, 1)
 		return nil, &tcpip.ErrNoBufferSpace{}
 	}
-	vl, off := pkt.AsViewList()
-	tail := m
-	for v := vl.Front(); v != nil; v = v.Next() {
+	if _, err := e.appendRange(m, pkt, 0, pkt.Size()); err != nil {
+		m.Free()
+		e.st.add(txNoZone, 1)
+		return nil, &tcpip.ErrNoBufferSpace{}
+	}
+	m.Hdr.Len = pkt.Size()
+	e.hash(pkt, m)
+	e.offload(pkt, m)
+	return m, nil
+}
+
+// hash passes the flow's transmit hash: iflib spreads flows over the TX
+// queues by it and keeps each flow's order.
+func (e *Endpoint) hash(pkt *stack.PacketBuffer, m *iflib.Packet) {
+	if pkt.Hash != 0 {
+		m.Hdr.FlowID, m.Hdr.HashType = pkt.Hash, iflib.HashOpaque
+	}
+}
+
+// appendRange copies n bytes of pkt, from byte off of the frame (the link
+// header is byte 0), after the data of the chain ending at tail, taking
+// more zone packets as clusters fill; it returns the new tail. On an empty
+// zone the chain keeps what it got (the caller frees it).
+func (e *Endpoint) appendRange(tail *iflib.Packet, pkt *stack.PacketBuffer, off, n int) (*iflib.Packet, error) {
+	vl, skip := pkt.AsViewList()
+	skip += off
+	for v := vl.Front(); v != nil && n > 0; v = v.Next() {
 		b := v.AsSlice()
-		if off >= len(b) {
-			off -= len(b)
+		if skip >= len(b) {
+			skip -= len(b)
 			continue
 		}
-		b, off = b[off:], 0
+		b, skip = b[skip:], 0
+		if len(b) > n {
+			b = b[:n]
+		}
+		n -= len(b)
 		for {
 			b = b[tail.Append(b):]
 			if len(b) == 0 {
@@ -131,21 +182,12 @@ func (e *Endpoint) frame(pkt *stack.PacketBuffer) (*iflib.Packet, tcpip.Error) {
 			}
 			next, err := e.get()
 			if err != nil {
-				m.Free()
-				e.st.add(txNoZone, 1)
-				return nil, &tcpip.ErrNoBufferSpace{}
+				return tail, err
 			}
 			tail.Next, tail = next, next
 		}
 	}
-	m.Hdr.Len = pkt.Size()
-	if pkt.Hash != 0 {
-		// The flow's transmit hash: iflib spreads flows over the TX queues
-		// by it and keeps each flow's order.
-		m.Hdr.FlowID, m.Hdr.HashType = pkt.Hash, iflib.HashOpaque
-	}
-	e.offload(pkt, m)
-	return m, nil
+	return tail, nil
 }
 
 // get is m_getcl for one TX buffer: at once, or waiting up to TxWait for
@@ -159,6 +201,56 @@ func (e *Endpoint) get() (*iflib.Packet, error) {
 	c, cancel := context.WithTimeout(context.Background(), e.txWait)
 	defer cancel()
 	return e.zone.GetWait(c)
+}
+
+// l4 is what offload needs of a TCP or UDP packet: where its checksum
+// field lies, its pseudo-header, and the offload flag for it.
+type l4 struct {
+	l2, l3, hdr int // link, network and transport header lengths
+	csumOff     int // the checksum field's offset in the transport header
+	proto       tcpip.TransportProtocolNumber
+	src, dst    tcpip.Address
+	flag        iflib.CsumFlags // CSUM_IP_TCP, CSUM_IP_UDP, CSUM_IP6_TCP or CSUM_IP6_UDP
+	v6          bool
+}
+
+// parseL4 reads pkt's headers; ok is false for anything but unfragmented
+// TCP or UDP over IPv4 or IPv6.
+func parseL4(pkt *stack.PacketBuffer) (h l4, ok bool) {
+	switch pkt.TransportProtocolNumber {
+	case header.TCPProtocolNumber:
+		h.csumOff = header.TCPChecksumOffset
+	case header.UDPProtocolNumber:
+		h.csumOff = udpChecksumOffset
+	default:
+		return h, false
+	}
+	h.proto = pkt.TransportProtocolNumber
+	net := pkt.NetworkHeader().Slice()
+	h.l2, h.l3, h.hdr = len(pkt.LinkHeader().Slice()), len(net), len(pkt.TransportHeader().Slice())
+	tcp := h.proto == header.TCPProtocolNumber
+	switch pkt.NetworkProtocolNumber {
+	case header.IPv4ProtocolNumber:
+		ip := header.IPv4(net)
+		if ip.FragmentOffset() != 0 || ip.Flags()&header.IPv4FlagMoreFragments != 0 {
+			return h, false
+		}
+		h.src, h.dst = ip.SourceAddress(), ip.DestinationAddress()
+		h.flag = iflib.CsumIPUDP
+		if tcp {
+			h.flag = iflib.CsumIPTCP
+		}
+	case header.IPv6ProtocolNumber:
+		ip := header.IPv6(net)
+		h.src, h.dst, h.v6 = ip.SourceAddress(), ip.DestinationAddress(), true
+		h.flag = iflib.CsumIP6UDP
+		if tcp {
+			h.flag = iflib.CsumIP6TCP
+		}
+	default:
+		return h, false
+	}
+	return h, true
 }
 
 // offload finishes the TCP or UDP checksum gVisor left to the link (it
@@ -182,64 +274,38 @@ func (e *Endpoint) offload(pkt *stack.PacketBuffer, m *iflib.Packet) {
 	if !hostGSO && e.caps&stack.CapabilityTXChecksumOffload == 0 {
 		return // gVisor computed every checksum
 	}
-	var csumOff int
-	switch pkt.TransportProtocolNumber {
-	case header.TCPProtocolNumber:
-		csumOff = header.TCPChecksumOffset
-	case header.UDPProtocolNumber:
-		csumOff = udpChecksumOffset
-	default:
+	h, ok := parseL4(pkt)
+	if !ok {
 		return
 	}
-	net := pkt.NetworkHeader().Slice()
-	l2, l3 := len(pkt.LinkHeader().Slice()), len(net)
-	l4len := pkt.Size() - l2 - l3
-	var src, dst tcpip.Address
-	var flag iflib.CsumFlags
-	switch pkt.NetworkProtocolNumber {
-	case header.IPv4ProtocolNumber:
-		ip := header.IPv4(net)
-		if ip.FragmentOffset() != 0 || ip.Flags()&header.IPv4FlagMoreFragments != 0 {
-			return
-		}
-		src, dst = ip.SourceAddress(), ip.DestinationAddress()
-		flag = iflib.CsumIPTCP
-		if pkt.TransportProtocolNumber == header.UDPProtocolNumber {
-			flag = iflib.CsumIPUDP
-		}
-	case header.IPv6ProtocolNumber:
-		ip := header.IPv6(net)
-		src, dst = ip.SourceAddress(), ip.DestinationAddress()
-		flag = iflib.CsumIP6TCP
-		if pkt.TransportProtocolNumber == header.UDPProtocolNumber {
-			flag = iflib.CsumIP6UDP
-		}
-	default:
+	l4len := pkt.Size() - h.l2 - h.l3
+	if e.tso && gso.Type == stack.GSOTCPv4 && l4len-h.hdr > int(gso.MSS) {
+		m.Hdr.CsumFlags, m.Hdr.TSOSegSize = iflib.CsumIPTSO, gso.MSS
+		e.st.add(txTSO, 1)
 		return
 	}
-	if e.tso && hostGSO && gso.Type == stack.GSOTCPv4 {
-		if th := pkt.TransportHeader().Slice(); l4len-len(th) > int(gso.MSS) {
-			m.Hdr.CsumFlags, m.Hdr.TSOSegSize = iflib.CsumIPTSO, gso.MSS
-			e.st.add(txTSO, 1)
-			return
-		}
-	}
-	pos := l2 + l3 + csumOff
+	e.checksum(m, h, l4len)
+}
+
+// checksum sets the L4 checksum of frame m (headers h, l4len bytes from
+// the transport header on): the device's when it inserts it, else
+// computed over the copy, as gVisor would have.
+func (e *Endpoint) checksum(m *iflib.Packet, h l4, l4len int) {
+	pos := h.l2 + h.l3 + h.csumOff
 	head := m.Bytes()
 	if pos+2 > len(head) {
-		return // headers beyond the first buffer: cannot happen with ≥256-byte clusters and IPv4
+		return // headers beyond the first buffer: not with ≥256-byte clusters
 	}
-	if e.txCsum&flag != 0 {
-		seed := header.PseudoHeaderChecksum(pkt.TransportProtocolNumber, src, dst, uint16(l4len))
-		binary.BigEndian.PutUint16(head[pos:], seed)
-		m.Hdr.CsumFlags |= flag
+	pseudo := header.PseudoHeaderChecksum(h.proto, h.src, h.dst, uint16(l4len))
+	if e.txCsum&h.flag != 0 {
+		binary.BigEndian.PutUint16(head[pos:], pseudo)
+		m.Hdr.CsumFlags |= h.flag
 		e.st.add(txCsumOffload, 1)
 		return
 	}
-	// The device cannot: the checksum over the copy, as gVisor would have.
 	head[pos], head[pos+1] = 0, 0
 	var c checksum.Checksumer
-	skip := l2 + l3
+	skip := h.l2 + h.l3
 	for p := m; p != nil; p = p.Next {
 		b := p.Bytes()
 		if skip >= len(b) {
@@ -249,10 +315,81 @@ func (e *Endpoint) offload(pkt *stack.PacketBuffer, m *iflib.Packet) {
 		c.Add(b[skip:])
 		skip = 0
 	}
-	sum := ^checksum.Combine(c.Checksum(), header.PseudoHeaderChecksum(pkt.TransportProtocolNumber, src, dst, uint16(l4len)))
-	if sum == 0 && pkt.TransportProtocolNumber == header.UDPProtocolNumber {
+	sum := ^checksum.Combine(c.Checksum(), pseudo)
+	if sum == 0 && h.proto == header.UDPProtocolNumber {
 		sum = 0xffff // RFC 768: a computed zero is sent as all ones
 	}
 	binary.BigEndian.PutUint16(head[pos:], sum)
 	e.st.add(txCsumSoftware, 1)
+}
+
+// softGSO says whether pkt is a host-GSO packet longer than one segment
+// that the device cannot cut (TCP over IPv6: the endpoint maps only IPv4
+// GSO to TSO), and its segment size.
+func (e *Endpoint) softGSO(pkt *stack.PacketBuffer) (mss int, ok bool) {
+	gso := pkt.GSOOptions
+	if gso.Type != stack.GSOTCPv6 || gso.MSS == 0 {
+		return 0, false
+	}
+	hlen := len(pkt.LinkHeader().Slice()) + len(pkt.NetworkHeader().Slice()) + len(pkt.TransportHeader().Slice())
+	return int(gso.MSS), pkt.Size()-hlen > int(gso.MSS)
+}
+
+// segment cuts a host-GSO TCP packet into MSS-sized segments itself, as
+// the device would have (em_tso_setup's rules): each gets a copy of the
+// headers with its own length, sequence number and checksum; FIN and PSH
+// only on the last, CWR only on the first.
+func (e *Endpoint) segment(pkt *stack.PacketBuffer, mss int, w *txWork) tcpip.Error {
+	h, ok := parseL4(pkt)
+	if !ok || h.proto != header.TCPProtocolNumber {
+		return &tcpip.ErrNotSupported{}
+	}
+	hlen := h.l2 + h.l3 + h.hdr
+	payload := pkt.Size() - hlen
+	th := header.TCP(pkt.TransportHeader().Slice())
+	seq0, flags := th.SequenceNumber(), th.Flags()
+	e.st.add(txSoftGSO, 1)
+	for off := 0; off < payload; off += mss {
+		n := min(mss, payload-off)
+		m, err := e.get()
+		if err != nil {
+			e.st.add(txNoZone, 1)
+			return &tcpip.ErrNoBufferSpace{}
+		}
+		tail, err := e.appendRange(m, pkt, 0, hlen)
+		if err == nil {
+			_, err = e.appendRange(tail, pkt, hlen+off, n)
+		}
+		if err != nil || len(m.Bytes()) < hlen {
+			m.Free()
+			e.st.add(txNoZone, 1)
+			return &tcpip.ErrNoBufferSpace{}
+		}
+		f := m.Bytes()
+		ip := f[h.l2:]
+		if h.v6 {
+			binary.BigEndian.PutUint16(ip[4:6], uint16(h.l3-header.IPv6MinimumSize+h.hdr+n))
+		} else {
+			v4 := header.IPv4(ip)
+			v4.SetTotalLength(uint16(h.l3 + h.hdr + n))
+			v4.SetID(v4.ID() + uint16(off/mss))
+			v4.SetChecksum(0)
+			v4.SetChecksum(^v4.CalculateChecksum())
+		}
+		t := header.TCP(f[h.l2+h.l3:])
+		t.SetSequenceNumber(seq0 + uint32(off))
+		fl := flags
+		if off+n < payload {
+			fl &^= header.TCPFlagFin | header.TCPFlagPsh
+		}
+		if off > 0 {
+			fl &^= header.TCPFlagCwr
+		}
+		t.SetFlags(uint8(fl))
+		m.Hdr.Len = hlen + n
+		e.hash(pkt, m)
+		e.checksum(m, h, h.hdr+n)
+		w.put(m)
+	}
+	return nil
 }

@@ -15,10 +15,13 @@ import (
 	"github.com/goiflib/goiflib/iflib"
 )
 
-// The pair's addresses: side A and side B of one /24.
+// The pair's addresses: side A and side B of one /24 (and, with
+// PairConfig.IPv6, of one /64).
 var (
-	AddrA = netip.MustParseAddr("10.0.0.1")
-	AddrB = netip.MustParseAddr("10.0.0.2")
+	AddrA  = netip.MustParseAddr("10.0.0.1")
+	AddrB  = netip.MustParseAddr("10.0.0.2")
+	AddrA6 = netip.MustParseAddr("fd00::1")
+	AddrB6 = netip.MustParseAddr("fd00::2")
 )
 
 // PairConfig configures NewPair. The zero value works: MTU 1500, mp_ring
@@ -58,6 +61,8 @@ type PairConfig struct {
 	NRxd, NTxd int
 	// FIFO is the NICs' receive FIFO in frames (0: simnic's, 1024).
 	FIFO int
+	// IPv6 gives each stack an IPv6 address too (AddrA6, AddrB6).
+	IPv6 bool
 }
 
 // Side is one NIC of a pair with its context, endpoint and stack.
@@ -68,6 +73,7 @@ type Side struct {
 	EP     *ifliblink.Endpoint
 	Stack  *stack.Stack
 	Addr   netip.Addr
+	Addr6  netip.Addr // with PairConfig.IPv6
 }
 
 // Context is the side's iflib context.
@@ -145,9 +151,14 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 		}
 	}
 	simnic.Connect(nics[0], nics[1])
-	addrs := [2]netip.Addr{AddrA, AddrB}
+	addrs, addrs6 := [2]netip.Addr{AddrA, AddrB}, [2]netip.Addr{AddrA6, AddrB6}
 	for i, nic := range nics {
 		s := &Side{NIC: nic, Addr: addrs[i]}
+		prefixes := []netip.Prefix{netip.PrefixFrom(s.Addr, 24)}
+		if cfg.IPv6 {
+			s.Addr6 = addrs6[i]
+			prefixes = append(prefixes, netip.PrefixFrom(s.Addr6, 64))
+		}
 		if i == 0 {
 			p.A = s
 		} else {
@@ -172,7 +183,7 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 		if err = s.Context().Init(); err != nil {
 			return p, err
 		}
-		if s.Stack, err = NewStack(s.EP, netip.PrefixFrom(s.Addr, 24)); err != nil {
+		if s.Stack, err = NewStack(s.EP, prefixes...); err != nil {
 			return p, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
@@ -22,14 +23,23 @@ import (
 // NICID is the NIC every stack of this package has.
 const NICID tcpip.NICID = 1
 
-// NewStack returns a stack with IPv4, ARP, TCP (SACK on), UDP and ICMP,
-// and one NIC on ep with address addr, routing its subnet. The caller
-// closes it with Close.
-func NewStack(ep stack.LinkEndpoint, addr netip.Prefix) (*stack.Stack, error) {
-	s := stack.New(stack.Options{
+// NewStack returns a stack with IPv4, ARP, TCP (SACK on), UDP and ICMP
+// (and IPv6 and ICMPv6, without DAD or router solicitations, when an
+// address is IPv6), and one NIC on ep with the addresses, each routing its
+// subnet. The caller closes it with Close.
+func NewStack(ep stack.LinkEndpoint, addrs ...netip.Prefix) (*stack.Stack, error) {
+	opts := stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
-	})
+	}
+	for _, a := range addrs {
+		if a.Addr().Is6() {
+			opts.NetworkProtocols = append(opts.NetworkProtocols, ipv6.NewProtocolWithOptions(ipv6.Options{}))
+			opts.TransportProtocols = append(opts.TransportProtocols, icmp.NewProtocol6)
+			break
+		}
+	}
+	s := stack.New(opts)
 	sack := tcpip.TCPSACKEnabled(true)
 	if err := s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack); err != nil {
 		s.Close()
@@ -39,18 +49,19 @@ func NewStack(ep stack.LinkEndpoint, addr netip.Prefix) (*stack.Stack, error) {
 		s.Close()
 		return nil, fmt.Errorf("nsrig: CreateNIC: %s", err)
 	}
-	pa := tcpip.ProtocolAddress{
-		Protocol: ipv4.ProtocolNumber,
-		AddressWithPrefix: tcpip.AddressWithPrefix{
-			Address:   tcpip.AddrFrom4(addr.Addr().As4()),
-			PrefixLen: addr.Bits(),
-		},
+	var routes []tcpip.Route
+	for _, a := range addrs {
+		pa := tcpip.ProtocolAddress{
+			Protocol:          Proto(a.Addr()),
+			AddressWithPrefix: tcpip.AddressWithPrefix{Address: Addr(a.Addr()), PrefixLen: a.Bits()},
+		}
+		if err := s.AddProtocolAddress(NICID, pa, stack.AddressProperties{}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("nsrig: address %v: %s", a, err)
+		}
+		routes = append(routes, tcpip.Route{Destination: pa.AddressWithPrefix.Subnet(), NIC: NICID})
 	}
-	if err := s.AddProtocolAddress(NICID, pa, stack.AddressProperties{}); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("nsrig: address %v: %s", addr, err)
-	}
-	s.SetRouteTable([]tcpip.Route{{Destination: pa.AddressWithPrefix.Subnet(), NIC: NICID}})
+	s.SetRouteTable(routes)
 	return s, nil
 }
 
@@ -60,8 +71,21 @@ func Close(s *stack.Stack) {
 	s.Wait()
 }
 
-// Addr converts an IPv4 address for gVisor.
-func Addr(a netip.Addr) tcpip.Address { return tcpip.AddrFrom4(a.As4()) }
+// Addr converts an address for gVisor.
+func Addr(a netip.Addr) tcpip.Address {
+	if a.Is4() {
+		return tcpip.AddrFrom4(a.As4())
+	}
+	return tcpip.AddrFrom16(a.As16())
+}
+
+// Proto is the network protocol of an address.
+func Proto(a netip.Addr) tcpip.NetworkProtocolNumber {
+	if a.Is4() {
+		return ipv4.ProtocolNumber
+	}
+	return ipv6.ProtocolNumber
+}
 
 // FullAddr is addr:port on the stack's NIC.
 func FullAddr(a netip.Addr, port uint16) tcpip.FullAddress {

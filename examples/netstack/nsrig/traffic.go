@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -55,7 +54,7 @@ type Server struct {
 func NewServer() *Server { return &Server{conns: map[net.Conn]struct{}{}} }
 
 func (sv *Server) listen(s *stack.Stack, a netip.Addr, port uint16) (net.Listener, error) {
-	ln, err := gonet.ListenTCP(s, FullAddr(a, port), ipv4.ProtocolNumber)
+	ln, err := gonet.ListenTCP(s, FullAddr(a, port), Proto(a))
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +229,7 @@ func (sv *Server) Close() {
 
 // Dial connects from s to a:port.
 func Dial(ctx context.Context, s *stack.Stack, a netip.Addr, port uint16) (*gonet.TCPConn, error) {
-	return gonet.DialContextTCP(ctx, s, FullAddr(a, port), ipv4.ProtocolNumber)
+	return gonet.DialContextTCP(ctx, s, FullAddr(a, port), Proto(a))
 }
 
 // ErrMismatch is a transfer whose bytes differ from what was sent.
