@@ -103,7 +103,9 @@ const (
 	// TxCompletionDDUnderByOne is TxCompletionDD as em did before
 	// tx_cidx_processed started at ntxd-1 (em_if_init's comment: "to avoid
 	// an off-by-one error"): the credits stay one descriptor behind
-	// forever, which iflib's nsegments reclaim lag absorbs.
+	// forever, which iflib's reclaim (it frees only whole packets the
+	// credits cover) and its watchdog (it never arms on an idle queue)
+	// tolerate.
 	TxCompletionDDUnderByOne
 	// TxCompletionHeadWB: the device writes its head index into host
 	// memory after the ring (TDWBAL head write-back) and sets no DD bits;
@@ -151,7 +153,11 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("simnic: invalid Config.%s = %v: %s", e.Field, e.Value, e.Reason)
+	where := "Config." + e.Field
+	if e.Field != "" && e.Field[0] >= 'a' && e.Field[0] <= 'z' {
+		where = e.Field // not a Config field: an argument (queue, space, ntxqsets, ...)
+	}
+	return fmt.Sprintf("simnic: invalid %s = %v: %s", where, e.Value, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrConfig) true.

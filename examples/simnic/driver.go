@@ -261,10 +261,13 @@ func (d *Driver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 	return nil
 }
 
-// TxQueuesAlloc is IFDI_TX_QUEUES_ALLOC.
+// TxQueuesAlloc is IFDI_TX_QUEUES_ALLOC. More queue sets than the NIC
+// has (Config.Queues: a wrapper raised NTxQSetsMax behind the driver) is
+// a *ConfigError naming ntxqsets, as a real driver refuses queues its
+// hardware lacks; iflib then fails Register or Init with an *IFDIError.
 func (d *Driver) TxQueuesAlloc(rings []iflib.RingMem, ntxqs, ntxqsets int) error {
-	if ntxqs != 1 || len(rings) != ntxqsets {
-		return fmt.Errorf("simnic: %d TX rings per set, want 1", ntxqs)
+	if err := d.checkQueueSets("ntxqs", "ntxqsets", rings, ntxqs, ntxqsets); err != nil {
+		return err
 	}
 	d.tx = make([]drvTxq, ntxqsets)
 	for i, r := range rings {
@@ -277,15 +280,32 @@ func (d *Driver) TxQueuesAlloc(rings []iflib.RingMem, ntxqs, ntxqsets int) error
 	return nil
 }
 
-// RxQueuesAlloc is IFDI_RX_QUEUES_ALLOC.
+// RxQueuesAlloc is IFDI_RX_QUEUES_ALLOC; as TxQueuesAlloc, more sets
+// than Config.Queues is a *ConfigError naming nrxqsets.
 func (d *Driver) RxQueuesAlloc(rings []iflib.RingMem, nrxqs, nrxqsets int) error {
-	if nrxqs != 1 || len(rings) != nrxqsets {
-		return fmt.Errorf("simnic: %d RX rings per set, want 1", nrxqs)
+	if err := d.checkQueueSets("nrxqs", "nrxqsets", rings, nrxqs, nrxqsets); err != nil {
+		return err
 	}
 	d.rx = make([]drvRxq, nrxqsets)
 	for i, r := range rings {
 		size := len(r.Vaddr) / DescSize
 		d.rx[i] = drvRxq{ring: r.Vaddr, paddr: r.Paddr, size: size, slot: make([]uint16, size)}
+	}
+	return nil
+}
+
+// checkQueueSets validates an IFDI_*_QUEUES_ALLOC call: one ring per
+// set, a ring per set, and no more sets than the device has queues (the
+// driver indexes the device's queues by set: TxdCreditsUpdate,
+// RxdAvailable, the doorbells).
+func (d *Driver) checkQueueSets(qsField, setsField string, rings []iflib.RingMem, nqs, nsets int) error {
+	switch {
+	case nqs != 1:
+		return &ConfigError{Field: qsField, Value: nqs, Reason: "rings per queue set, want 1"}
+	case nsets < 1 || nsets > d.nic.cfg.Queues:
+		return &ConfigError{Field: setsField, Value: nsets, Reason: fmt.Sprintf("want 1..%d (Config.Queues)", d.nic.cfg.Queues)}
+	case len(rings) != nsets:
+		return &ConfigError{Field: setsField, Value: nsets, Reason: fmt.Sprintf("%d rings given", len(rings))}
 	}
 	return nil
 }

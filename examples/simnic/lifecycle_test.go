@@ -11,6 +11,8 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Issue 11 item 26: an impossible Config is a *ConfigError, never a panic.
@@ -241,4 +243,68 @@ func TestAttachWith(t *testing.T) {
 		}
 	}
 	waitFor(t, "every frame on the one queue in use", func() bool { return got.Load() == frames })
+}
+
+// moreSetsDriver reports more queue sets than the NIC has (a wrapper
+// raising NTxQSetsMax or NRxQSetsMax behind simnic's back).
+type moreSetsDriver struct {
+	*simnic.Driver
+	tx, rx int
+}
+
+func (w *moreSetsDriver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
+	if err := w.Driver.AttachPre(ic, sc); err != nil {
+		return err
+	}
+	if w.tx > 0 {
+		sc.NTxQSetsMax = w.tx
+	}
+	if w.rx > 0 {
+		sc.NRxQSetsMax = w.rx
+	}
+	return nil
+}
+
+// A driver given more queue sets than its NIC has refuses them in
+// IFDI_TX/RX_QUEUES_ALLOC with a *ConfigError naming the argument; before,
+// it accepted them and TxdCreditsUpdate or RxdAvailable indexed past the
+// device's queues (a panic in the TX task; FuzzModel's finding). The NIC is
+// free again afterwards.
+func TestDriverRefusesMoreQueueSetsThanNIC(t *testing.T) {
+	for _, tc := range []struct {
+		name, field string
+		tx, rx      int
+	}{
+		{"tx", "ntxqsets", 5, 0},
+		{"rx", "nrxqsets", 0, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := simnictest.NewEnv(t, simnictest.EnvOptions{})
+			n, err := env.NewNIC(simnic.Config{NTxd: 64, NRxd: 64, Queues: 1})
+			require.NoError(t, err)
+			wrap := func(d *simnic.Driver, _ *iflib.SharedCtx) iflib.Device {
+				return &moreSetsDriver{Driver: d, tx: tc.tx, rx: tc.rx}
+			}
+			cfg := iflib.Config{RxZoneSize: 256}
+			d, err := env.AttachWith(n, iflib.Attachment{Config: cfg}, wrap)
+			if err == nil {
+				// iflib allocates the queues at Register or at Init: either
+				// refuses.
+				err = d.Context().Init()
+			}
+			require.Error(t, err)
+			var ce *simnic.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tc.field, ce.Field)
+			assert.Equal(t, 5, ce.Value)
+			assert.ErrorIs(t, err, simnic.ErrConfig)
+			assert.Contains(t, err.Error(), tc.field+" = 5")
+			if d == nil {
+				// Register failed: the NIC was released.
+				d2, err := env.Attach(n, iflib.Attachment{Config: cfg})
+				require.NoError(t, err)
+				require.NoError(t, d2.Context().Init())
+			}
+		})
+	}
 }
