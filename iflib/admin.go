@@ -96,6 +96,7 @@ func (c *Context) runAdmin(flags uint32) bool {
 		// for that without the lock (every other lifecycle call returns
 		// ErrDetached meanwhile).
 		c.unlock()
+		c.endLinkEvents()
 		c.teardowns.wait(0)
 		c.lock()
 		_ = c.detachLocked()

@@ -129,6 +129,14 @@ type SoftcCtx struct {
 	MinFrameSize int
 	DMAWidth     int  // isc_dma_width: the device's DMA address bits (0: 64)
 	TxRx         TxRx // isc_txrx: the fast-path methods (required)
+	// Capabilities is isc_capabilities (if_capabilities): the IFCAP_* the
+	// device offers. A capability it lacks cannot be enabled
+	// (Context.SetCapEnable), and Transmit refuses a packet asking for an
+	// offload that is not enabled.
+	Capabilities Capabilities
+	// CapEnable is isc_capenable: the capabilities enabled at attach, a
+	// subset of Capabilities (else a *ConfigError).
+	CapEnable Capabilities
 }
 
 // TxMode selects the transmit path of a context.
@@ -496,6 +504,10 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	}
 	if !isPow2(sc.RSSTableSize) {
 		return cfgErr("RSSTableSize", sc.RSSTableSize, "must be a power of two")
+	}
+	if sc.CapEnable&^sc.Capabilities != 0 {
+		return cfgErr("CapEnable", sc.CapEnable, fmt.Sprintf("enables %v, which Capabilities %v does not offer",
+			sc.CapEnable&^sc.Capabilities, sc.Capabilities))
 	}
 	if sc.DMAWidth < 0 || sc.DMAWidth > 64 {
 		return cfgErr("DMAWidth", sc.DMAWidth, "must be 0..64")

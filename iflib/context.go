@@ -125,9 +125,12 @@ type Context struct {
 	own      goroutineSet  // the tasks', the timer's and the admin task's goroutines
 	detached chan struct{} // closed when Detach finishes
 
-	running  atomic.Bool  // IFF_DRV_RUNNING
-	link     atomic.Int32 // ifc_link_state
-	baudrate atomic.Uint64
+	running atomic.Bool  // IFF_DRV_RUNNING
+	link    atomic.Int32 // ifc_link_state
+	// linkChangeMu orders concurrent LinkStateChange calls, so that the
+	// events subscribers see end in the state the context holds.
+	linkChangeMu sync.Mutex
+	baudrate     atomic.Uint64
 	// pauseFrames is isc_pause_frames: set by the driver (ReportPauseFrames),
 	// read and cleared by the timer each period.
 	pauseFrames atomic.Uint64
@@ -156,6 +159,9 @@ type Context struct {
 	sysctl    atomic.Pointer[Node]
 
 	qIntr QueueIntrEnabler // nil: whole-device IntrEnable
+
+	// ctl is the configuration the control calls set (ctl.go).
+	ctl ctlState
 }
 
 // Register is iflib_device_register: validate the shared context, resolve
@@ -249,6 +255,7 @@ func Register(a Attachment) (*Context, error) {
 	if err := validateSoftc(&c.shared, &c.cfg, &c.sc); err != nil {
 		return fail(err)
 	}
+	c.initCtl()
 	if err := c.resolveConfig(); err != nil {
 		return fail(err)
 	}
@@ -352,9 +359,17 @@ func (c *Context) LinkState() LinkState { return LinkState(c.link.Load()) }
 // (what is queued stays queued); the TX watchdog is disarmed (FreeBSD
 // marks every queue IFLIB_QUEUE_IDLE). A link going up kicks every TX
 // queue so that deferred work restarts.
+//
+// Each change of state or speed is delivered to the SubscribeLink
+// subscribers, after this call returns and outside every iflib lock.
 func (c *Context) LinkStateChange(s LinkState, baudrate uint64) {
+	c.linkChangeMu.Lock()
 	old := LinkState(c.link.Swap(int32(s)))
-	c.baudrate.Store(baudrate)
+	oldBaud := c.baudrate.Swap(baudrate)
+	if old != s || oldBaud != baudrate {
+		c.notifyLink(LinkEvent{State: s, Baudrate: baudrate})
+	}
+	c.linkChangeMu.Unlock()
 	if s == LinkStateUp && old != LinkStateUp {
 		for _, q := range c.txqs {
 			q.kick()

@@ -15,12 +15,14 @@ var (
 	// (before Init, after Stop, during a reset). Counted in oqdrops.
 	ErrNotRunning = errors.New("iflib: interface not running (ENETDOWN)")
 	// ErrLinkDown is ENETDOWN because the link is down: the interface runs
-	// but the driver has not reported the link up. It matches ErrNotRunning
-	// with errors.Is. A driver reports its link with
+	// but the link is not up, either because the carrier is lost (cable,
+	// link partner, autonegotiation) or because the driver has not yet
+	// reported it. It matches ErrNotRunning with errors.Is. Context.SubscribeLink
+	// tells the stack when it comes up. A driver reports its link with
 	// Context.LinkStateChange(LinkStateUp, baudrate), usually from
 	// IFDI_INIT or IFDI_UPDATE_ADMIN_STATUS. Counted in oqdrops.
-	ErrLinkDown error = &netDownError{"iflib: link down (ENETDOWN): the driver has not reported the link up; " +
-		"it must call Context.LinkStateChange(LinkStateUp, baudrate), e.g. from IFDI_INIT or IFDI_UPDATE_ADMIN_STATUS"}
+	ErrLinkDown error = &netDownError{"iflib: link down (ENETDOWN): no carrier, or the link is not reported up yet " +
+		"(a driver reports it with Context.LinkStateChange)"}
 	// ErrNoBufs is ENOBUFS: a ring or the descriptors were full and the mode
 	// drops. Counted in oqdrops.
 	ErrNoBufs = errors.New("iflib: no buffer space (ENOBUFS)")
@@ -69,6 +71,12 @@ var (
 	// reused until it leaves. Nothing was changed; Init may be called
 	// again. It matches ErrState with errors.Is.
 	ErrBusy = fmt.Errorf("%w: a transmit still holds a TX queue (EBUSY)", ErrState)
+	// ErrReentrant is a control call (SetMTU, AddMulti, …) made from one
+	// of the context's own goroutines that does not hold the context lock
+	// (the input callback, RxFilter, a TxRx method, IFDI_TIMER): it would
+	// wait for a lock whose holder may be waiting for that goroutine.
+	// Nothing was changed. It matches ErrState with errors.Is.
+	ErrReentrant = fmt.Errorf("%w: control call from the context's own task goroutine", ErrState)
 	// ErrDeferred is returned by Stop or Detach called from one of the
 	// context's own goroutines (the input callback, RxFilter, a TxRx or
 	// IFDI method): they cannot wait for themselves, so the request was

@@ -222,12 +222,13 @@ func (fl *freeList) refillAll() int {
 }
 
 // markFrag checks that a fragment names a posted slot not yet named by
-// the packet being validated, and that pad plus its length fit the
+// the packet being validated, and that off (the pad and RxdFrag.Off) plus
+// its length fit the
 // buffer; it marks the slot (clearMarks forgets the marks). The driver's
 // word is not trusted.
-func (fl *freeList) markFrag(f RxdFrag, pad int) bool {
+func (fl *freeList) markFrag(f RxdFrag, off int) bool {
 	i := int(f.Idx)
-	if i >= fl.size || !fl.isSet(i) || fl.sdCl[i] == nil || pad+int(f.Len) > fl.bufSize {
+	if i >= fl.size || !fl.isSet(i) || fl.sdCl[i] == nil || off+int(f.Len) > fl.bufSize {
 		return false
 	}
 	w, b := i>>6, uint64(1)<<(uint(i)&63)

@@ -251,6 +251,7 @@ func (c *Context) Detach() error {
 	// the context detaching and does nothing, so wait for it unlocked.
 	c.unlock()
 	c.stopAdmin()
+	c.endLinkEvents()
 	if !c.teardowns.wait(c.cfg.StopTimeout) {
 		go c.finishDetach()
 		return ErrDeferred

@@ -179,7 +179,8 @@ func (q *rxq) refillAll() int {
 // every fragment naming a distinct posted slot whose buffer holds it, and
 // iri_len = iri_pad + the fragments' lengths (FreeBSD's convention:
 // irf_len excludes the pad, iri_len includes it; the pad sits before the
-// frame in the first buffer).
+// frame in the first buffer; RxdFrag.Off bytes before each fragment's
+// data, after the pad).
 func (q *rxq) validate(ri *RxdInfo) bool {
 	if ri.NFrags < 0 || ri.NFrags > len(q.frags) || ri.Pad < 0 {
 		return false
@@ -191,7 +192,7 @@ func (q *rxq) validate(ri *RxdInfo) bool {
 		if i == 0 {
 			pad = ri.Pad
 		}
-		if int(f.FLID) >= len(q.fls) || !q.fls[f.FLID].markFrag(f, pad) {
+		if int(f.FLID) >= len(q.fls) || !q.fls[f.FLID].markFrag(f, pad+int(f.Off)) {
 			ok = false
 		}
 		total += int(f.Len)
@@ -315,7 +316,8 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 	if ri.NFrags == 1 && f0.Len != 0 && int(f0.Len) <= c.cfg.CopyThresh {
 		// Small-packet copy: the cluster stays mapped in its slot.
 		cl := fl.fragToSD(f0, false)
-		frame := cl.cl[ri.Pad : ri.Pad+int(f0.Len)]
+		start := ri.Pad + int(f0.Off)
+		frame := cl.cl[start : start+int(f0.Len)]
 		if c.rxFilter != nil && c.rxFilter(q.id, frame) {
 			q.st.inc(rxFiltered, 1)
 			return nil
@@ -354,7 +356,7 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 				pad = ri.Pad
 			}
 			p.Next, p.Hdr = nil, PktHdr{}
-			p.off, p.n = pad, int(f.Len)
+			p.off, p.n = pad+int(f.Off), int(f.Len)
 			if m == nil {
 				m = p
 			} else {
@@ -405,9 +407,9 @@ func (q *rxq) filterFrame(ri *RxdInfo) []byte {
 		if fl.syncBufs {
 			fl.sdMap[f.Idx].Sync(busdma.PostRead)
 		}
-		off := 0
+		off := int(f.Off)
 		if i == 0 {
-			off = ri.Pad
+			off += ri.Pad
 		}
 		b := fl.sdCl[f.Idx].cl[off : off+int(f.Len)]
 		if one {

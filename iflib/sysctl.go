@@ -106,6 +106,7 @@ func (c *Context) SysctlValue(name string) (any, bool) {
 
 func (c *Context) buildSysctl() *Node {
 	root := &Node{Name: c.sysctlRoot()}
+	c.ctlSysctl(root)
 	ifl := root.child("iflib", "IFLIB fields")
 	cfg := c.cfg
 	ifl.leaf("driver_version", "driver version", func() any { return c.shared.DriverVersion })

@@ -101,6 +101,12 @@ type RxdFrag struct {
 	FLID uint8  // irf_flid: free-list id
 	Idx  uint16 // irf_idx: software-descriptor slot in that free list
 	Len  uint16 // irf_len: bytes in this buffer
+	// Off (goiflib) is the offset of this fragment's data in its buffer:
+	// 0 for every FreeBSD driver (the data starts at the cluster, after
+	// RxdInfo.Pad in the first one); an AF_XDP multi-buffer frame starts
+	// each fragment at its own offset in its UMEM chunk. Off + Len (plus
+	// the pad in the first fragment) must fit the buffer.
+	Off uint32
 }
 
 // RxdInfo is struct if_rxd_info: one received packet as the driver
