@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/goiflib/goiflib/busdma"
 )
@@ -24,8 +25,21 @@ type Config struct {
 	// (e.g. /run/netns/x, /proc/PID/fd/N); "" means the caller's.
 	NetNS string
 	// QueueIDs are the interface's queues to bind, one iflib queue pair
-	// (one AF_XDP socket) each, in iflib queue order. Default {0}.
+	// (one AF_XDP socket) each, in iflib queue order. Default: every RX
+	// queue the interface uses (0 … n−1, n from ETHTOOL_GCHANNELS, else
+	// netlink's queue count). The kernel steers each received frame to a
+	// queue by its own hash (RSS, veth's per-CPU choice), and the redirect
+	// program passes a frame from a queue without a socket to the kernel's
+	// stack, where the driver never sees it. So Attach refuses a list that
+	// leaves one of the interface's RX queues unbound (ErrUnboundQueues)
+	// unless PartialQueues is set.
 	QueueIDs []int
+	// PartialQueues allows QueueIDs to leave RX queues unbound: frames the
+	// kernel steers to them go to the kernel's own stack (XDP_PASS), not
+	// to this driver. For a program that steers its flows itself (ethtool
+	// -N flow rules, a single-queue RSS setting); Attach says which queues
+	// are left through Logf.
+	PartialQueues bool
 	// UMEM is the packet memory. nil: Attach maps one just big enough for
 	// the RX free lists, and Detach unmaps it. Give one to share it with
 	// other drivers (forwarding without a copy) or to carve a TX zone.
@@ -62,9 +76,7 @@ func (c *Config) resolve() error {
 	if c.Interface == "" {
 		return fmt.Errorf("%w: empty interface name", ErrNoInterface)
 	}
-	if len(c.QueueIDs) == 0 {
-		c.QueueIDs = []int{0}
-	}
+	c.QueueIDs = slices.Clone(c.QueueIDs)
 	seen := map[int]bool{}
 	for _, q := range c.QueueIDs {
 		if q < 0 || seen[q] {

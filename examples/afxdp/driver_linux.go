@@ -128,13 +128,10 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	}
 	at := l.Attrs()
 	d.ifindex, d.mtu, d.mac = at.Index, at.MTU, slices.Clone(at.HardwareAddr)
-	nq := min(at.NumRxQueues, at.NumTxQueues)
-	for _, q := range cfg.QueueIDs {
-		if nq > 0 && q >= nq {
-			return nil, fmt.Errorf("%w: queue %d of %s, which has %d RX and %d TX queues",
-				ErrQueueID, q, cfg.Interface, at.NumRxQueues, at.NumTxQueues)
-		}
+	if err := d.resolveQueues(at); err != nil {
+		return nil, err
 	}
+	cfg = d.cfg
 
 	d.umem = cfg.UMEM
 	zone := a.Config.RxZoneSize
@@ -187,6 +184,57 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	d.ic = ic
 	ok = true
 	return d, nil
+}
+
+// resolveQueues fills in the default QueueIDs (every RX queue in use)
+// and refuses ids past the interface's queues, or a list that leaves RX
+// queues unbound (ErrUnboundQueues) unless PartialQueues is set.
+func (d *Driver) resolveQueues(at *netlink.LinkAttrs) error {
+	cfg := &d.cfg
+	nrx, ntx := at.NumRxQueues, at.NumTxQueues
+	var inUse int
+	var known bool
+	err := d.ns.do(func() error {
+		var err error
+		inUse, known, err = rxQueuesInUse(cfg.Interface)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if known && inUse > 0 && (nrx == 0 || inUse < nrx) {
+		nrx = inUse
+	}
+	nrx = max(nrx, 1)
+	if len(cfg.QueueIDs) == 0 {
+		cfg.QueueIDs = make([]int, nrx)
+		for i := range cfg.QueueIDs {
+			cfg.QueueIDs[i] = i
+		}
+	}
+	for _, q := range cfg.QueueIDs {
+		if q >= nrx || (ntx > 0 && q >= ntx) {
+			return fmt.Errorf("%w: queue %d of %s, which has %d RX and %d TX queues",
+				ErrQueueID, q, cfg.Interface, nrx, ntx)
+		}
+	}
+	var unbound []int
+	for q := 0; q < nrx; q++ {
+		if !slices.Contains(cfg.QueueIDs, q) {
+			unbound = append(unbound, q)
+		}
+	}
+	if len(unbound) == 0 {
+		return nil
+	}
+	if !cfg.PartialQueues {
+		return fmt.Errorf("%w: %s has %d RX queues and QueueIDs %v leaves %v without a socket: the kernel steers frames to those queues and the driver would never see them; bind them all (leave QueueIDs empty) or set PartialQueues",
+			ErrUnboundQueues, cfg.Interface, nrx, cfg.QueueIDs, unbound)
+	}
+	if cfg.Logf != nil {
+		cfg.Logf("afxdp: %s: RX queues %v of %d are not bound (PartialQueues): frames steered to them go to the kernel's stack", cfg.Interface, unbound, nrx)
+	}
+	return nil
 }
 
 // ethHdrLen is ETHER_HDR_LEN: the MTU excludes the Ethernet header.

@@ -15,6 +15,11 @@ var (
 	// ErrQueueID: a queue id is negative, repeated, or not below the
 	// interface's number of RX (or TX) queues.
 	ErrQueueID = errors.New("afxdp: queue id out of range")
+	// ErrUnboundQueues: Config.QueueIDs leaves RX queues of the interface
+	// without a socket, whose frames would silently bypass the driver (see
+	// Config.QueueIDs). The message names the interface, its queue count
+	// and the queues left.
+	ErrUnboundQueues = errors.New("afxdp: RX queues left unbound")
 	// ErrFrameSize: the UMEM frame size (chunk_size of XDP_UMEM_REG) is not
 	// a power of two between XDP_UMEM_MIN_CHUNK_SIZE (2048) and the page
 	// size, as aligned-chunk mode requires.

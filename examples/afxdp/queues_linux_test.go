@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,9 +12,9 @@ import (
 	"github.com/goiflib/goiflib/iflib"
 )
 
-// TestTwoQueues: one socket per configured queue id; frames arriving on
-// either queue reach iflib, and transmits spread over both TX queues by
-// flow id.
+// TestTwoQueues: by default every RX queue of the interface gets a
+// socket (one iflib queue pair each); frames arriving on either queue
+// reach iflib, and transmits spread over both TX queues by flow id.
 func TestTwoQueues(t *testing.T) {
 	needAFXDP(t)
 	rig := newRig(t, RigConfig{Queues: 2})
@@ -22,7 +23,7 @@ func TestTwoQueues(t *testing.T) {
 	txz, err := u.NewZone("tx", 256)
 	require.NoError(t, err)
 	sk := newSink()
-	_, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, QueueIDs: []int{0, 1}, NRxd: 128, NTxd: 128, Checker: busdmatest.NewChecker(t)},
+	_, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 128, NTxd: 128, Checker: busdmatest.NewChecker(t)},
 		iflib.Attachment{Input: sk.input, Config: iflib.Config{RxZoneSize: 512}})
 	require.Equal(t, 2, ic.NumRxQueues())
 	require.Equal(t, 2, xskCount(t, rig), "one socket per queue")
@@ -78,4 +79,31 @@ func TestLinkState(t *testing.T) {
 	require.NoError(t, rig.SetLink(p.B, true))
 	require.True(t, waitFor(t, 2*time.Second, func() bool { return ic.LinkState() == iflib.LinkStateUp }), "link stayed %v", ic.LinkState())
 	require.NoError(t, ic.Detach())
+}
+
+// TestUnboundQueuesRefused: a QueueIDs list that leaves an RX queue of a
+// multi-queue interface without a socket is refused with a typed error
+// naming the interface and its queue count (frames the kernel steers to
+// that queue would pass the driver by), unless PartialQueues says so; then
+// Logf names the queues left.
+func TestUnboundQueuesRefused(t *testing.T) {
+	needAFXDP(t)
+	rig := newRig(t, RigConfig{Queues: 2})
+	p := rig.Pairs[0]
+	before := snapshot(t, rig)
+	for _, ids := range [][]int{{0}, {1}} {
+		d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), QueueIDs: ids, NRxd: 64, NTxd: 64}, iflib.Attachment{})
+		require.ErrorIs(t, err, ErrUnboundQueues, "QueueIDs %v", ids)
+		assert.Nil(t, d)
+		assert.Contains(t, err.Error(), p.A+" has 2 RX queues")
+	}
+	var logs []string
+	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), QueueIDs: []int{1}, PartialQueues: true, NRxd: 64, NTxd: 64,
+		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}, iflib.Attachment{})
+	require.NoError(t, err)
+	require.Equal(t, 1, d.Context().NumRxQueues())
+	require.Len(t, logs, 1)
+	assert.Contains(t, logs[0], p.A+": RX queues [0] of 2 are not bound")
+	require.NoError(t, d.Context().Detach())
+	before.requireSame(t, rig)
 }
