@@ -475,5 +475,5 @@ func (d *Driver) UpdateAdminStatus(ic *iflib.Context) {
 		ic.LinkStateChange(iflib.LinkStateDown, 0)
 		return
 	}
-	ic.LinkStateChange(linkState(l.Attrs()), 0)
+	d.reportLink(l.Attrs())
 }

@@ -51,7 +51,7 @@ func startLinkMonitor(d *Driver) (*linkMonitor, error) {
 		// netlink closes ch when its socket is closed (after done).
 		for u := range ch {
 			if a := u.Attrs(); a != nil && a.Index == d.ifindex {
-				d.ic.LinkStateChange(linkState(a), 0)
+				d.reportLink(a)
 			}
 		}
 	}()
@@ -62,4 +62,19 @@ func startLinkMonitor(d *Driver) (*linkMonitor, error) {
 func (m *linkMonitor) stop() {
 	close(m.done)
 	<-m.exited
+}
+
+// reportLink is iflib_link_state_change with the interface's state and,
+// while it is up, its speed (ETHTOOL_GSET, Mb/s; veth says 10000) as the
+// baudrate in bit/s.
+func (d *Driver) reportLink(a *netlink.LinkAttrs) {
+	st := linkState(a)
+	var bps uint64
+	if st == iflib.LinkStateUp {
+		_ = d.ns.do(func() error {
+			bps = linkSpeed(a.Name) * 1_000_000
+			return nil
+		})
+	}
+	d.ic.LinkStateChange(st, bps)
 }
