@@ -332,7 +332,12 @@ func Register(a Attachment) (*Context, error) {
 func (c *Context) Name() string { return c.name }
 
 // Softc returns the softc context as validated and clamped at attach.
-func (c *Context) Softc() SoftcCtx { return c.sc }
+// MaxFrameSize follows the MTU (SetMTU, IFDI_MTU_SET).
+func (c *Context) Softc() SoftcCtx {
+	c.ctl.mu.Lock()
+	defer c.ctl.mu.Unlock()
+	return c.sc
+}
 
 // Config returns the tunables in force, with every default resolved.
 func (c *Context) Config() Config { return c.cfg }

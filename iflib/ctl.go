@@ -1,6 +1,7 @@
 package iflib
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -25,7 +26,8 @@ type ctlState struct {
 	rss   RSSConfig
 
 	mtu       atomic.Int64  // if_mtu
-	capEnable atomic.Uint32 // if_capenable (read by Transmit)
+	capEnable atomic.Uint32 // if_capenable
+	hwassist  atomic.Uint32 // if_hwassist: the CsumFlags Transmit passes on
 
 	subMu   sync.Mutex
 	subs    map[uint64]func(LinkEvent)
@@ -54,7 +56,19 @@ const (
 func (c *Context) initCtl() {
 	cs := &c.ctl
 	cs.mtu.Store(int64(c.sc.MaxFrameSize - etherHdrLen - etherCRCLen))
-	cs.capEnable.Store(uint32(c.sc.CapEnable))
+	if c.sc.Capabilities == 0 {
+		// A driver that declares no capabilities gets every offload iflib
+		// passes on, enabled: the behaviour before the control plane.
+		c.sc.Capabilities = CapRxCsum | CapTxCsum | CapRxCsumIPv6 | CapTxCsumIPv6 | CapVLANHWTagging | CapVLANMTU | CapLinkState
+		if c.shared.TSOMaxSize > 0 && c.sc.TxTSOSegmentsMax > 0 {
+			c.sc.Capabilities |= CapTSO4 | CapTSO6
+		}
+		if c.sc.MaxFrameSize > 1518 {
+			c.sc.Capabilities |= CapJumboMTU
+		}
+		c.sc.CapEnable = c.sc.Capabilities
+	}
+	c.setCapEnable(c.sc.CapEnable)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.rss.Table == nil {
@@ -386,4 +400,394 @@ func (c *Context) endLinkEvents() {
 		cs.linkMu.Unlock()
 		time.Sleep(50 * time.Microsecond)
 	}
+}
+
+// SetFlags is SIOCSIFFLAGS for the receive-filter flags (iflib_if_ioctl):
+// on a running interface a change of IFF_PROMISC or IFF_ALLMULTI is
+// IFDI_PROMISC_SET; on a stopped one the flags are kept for IFDI_INIT. A
+// bit other than IffPromisc and IffAllMulti is a *ConfigError; a driver
+// without IFDI_PROMISC_SET refuses any change (ErrNotSupported); a
+// driver's error is an *IFDIError and the flags stay as they were.
+func (c *Context) SetFlags(f IfFlags) error {
+	if f&^iffKnown != 0 {
+		return &ConfigError{Field: "Flags", Value: f, Reason: "only IffPromisc and IffAllMulti are modelled"}
+	}
+	return c.ctlCall(func(bool) error {
+		old := c.Flags()
+		if old == f {
+			return nil
+		}
+		ps, ok := c.dev.(PromiscSetter)
+		if !ok {
+			return fmt.Errorf("iflib: %s: SetFlags %v: the driver has no IFDI_PROMISC_SET: %w", c.name, f, ErrNotSupported)
+		}
+		c.ctl.mu.Lock()
+		c.ctl.flags = f
+		c.ctl.mu.Unlock()
+		if c.st() != stateRunning {
+			return nil
+		}
+		if err := ps.PromiscSet(c, f); err != nil {
+			c.ctl.mu.Lock()
+			c.ctl.flags = old
+			c.ctl.mu.Unlock()
+			return c.ifdiErr("IFDI_PROMISC_SET", err)
+		}
+		return nil
+	})
+}
+
+// AddMulti is SIOCADDMULTI (if_addmulti, then iflib_multi_set): a multicast
+// address joins the list and, on a running interface, IFDI_MULTI_SET
+// programs it with the interrupts disabled around it. Adding an address
+// already listed does nothing (FreeBSD counts references; the stack above
+// keeps its own). A unicast address is a *ConfigError; a driver's error an
+// *IFDIError, and the list stays as it was.
+func (c *Context) AddMulti(a EtherAddr) error {
+	if !a.IsMulticast() {
+		return &ConfigError{Field: "Multicast", Value: a, Reason: "not a multicast address"}
+	}
+	return c.ctlCall(func(bool) error {
+		c.ctl.mu.Lock()
+		if slices.Contains(c.ctl.multi, a) {
+			c.ctl.mu.Unlock()
+			return nil
+		}
+		c.ctl.multi = append(c.ctl.multi, a)
+		c.ctl.mu.Unlock()
+		if err := c.multiSetLocked(); err != nil {
+			c.ctl.mu.Lock()
+			c.ctl.multi = slices.DeleteFunc(c.ctl.multi, func(b EtherAddr) bool { return b == a })
+			c.ctl.mu.Unlock()
+			return err
+		}
+		return nil
+	})
+}
+
+// DelMulti is SIOCDELMULTI: the address leaves the list and a running
+// interface is reprogrammed as AddMulti does. An address not in the list
+// is a *ConfigError (ENOENT).
+func (c *Context) DelMulti(a EtherAddr) error {
+	return c.ctlCall(func(bool) error {
+		c.ctl.mu.Lock()
+		i := slices.Index(c.ctl.multi, a)
+		if i < 0 {
+			c.ctl.mu.Unlock()
+			return &ConfigError{Field: "Multicast", Value: a, Reason: "not in the list (ENOENT)"}
+		}
+		c.ctl.multi = slices.Delete(c.ctl.multi, i, i+1)
+		c.ctl.mu.Unlock()
+		if err := c.multiSetLocked(); err != nil {
+			c.ctl.mu.Lock()
+			c.ctl.multi = slices.Insert(c.ctl.multi, min(i, len(c.ctl.multi)), a)
+			c.ctl.mu.Unlock()
+			return err
+		}
+		return nil
+	})
+}
+
+// multiSetLocked is iflib_multi_set's part of iflib_if_ioctl: on a running
+// interface, IFDI_INTR_DISABLE, IFDI_MULTI_SET, IFDI_INTR_ENABLE.
+// Preconditions: CTX_LOCK held.
+func (c *Context) multiSetLocked() error {
+	ms, ok := c.dev.(MultiSetter)
+	if !ok || c.st() != stateRunning {
+		return nil
+	}
+	c.dev.IntrDisable(c)
+	err := ms.MultiSet(c)
+	c.dev.IntrEnable(c)
+	if err != nil {
+		return c.ifdiErr("IFDI_MULTI_SET", err)
+	}
+	return nil
+}
+
+// MaxVLANTag is the largest VLAN id (EVL_VLID_MASK); 0 is not a VLAN.
+const MaxVLANTag = 4095
+
+// RegisterVLAN is iflib_vlan_register (the vlan_config event): vtag joins
+// the registered set, IFDI_VLAN_REGISTER tells the driver, and a running
+// interface is reinitialised when IFDI_NEEDS_RESTART asks for it. A tag
+// outside 1..4095 is a *ConfigError (FreeBSD ignores it silently);
+// registering a tag twice does nothing.
+func (c *Context) RegisterVLAN(vtag uint16) error {
+	if vtag == 0 || vtag > MaxVLANTag {
+		return &ConfigError{Field: "VLAN", Value: vtag, Reason: fmt.Sprintf("must be 1..%d", MaxVLANTag)}
+	}
+	return c.ctlCall(func(reentrant bool) error {
+		c.ctl.mu.Lock()
+		i, found := slices.BinarySearch(c.ctl.vlans, vtag)
+		if !found {
+			c.ctl.vlans = slices.Insert(c.ctl.vlans, i, vtag)
+		}
+		c.ctl.mu.Unlock()
+		if found {
+			return nil
+		}
+		if vr, ok := c.dev.(VLANRegisterer); ok {
+			vr.VLANRegister(c, vtag)
+		}
+		return c.vlanRestartLocked(reentrant)
+	})
+}
+
+// UnregisterVLAN is iflib_vlan_unregister (vlan_unconfig): the reverse of
+// RegisterVLAN. A tag not registered is a *ConfigError (ENOENT).
+func (c *Context) UnregisterVLAN(vtag uint16) error {
+	return c.ctlCall(func(reentrant bool) error {
+		c.ctl.mu.Lock()
+		i, found := slices.BinarySearch(c.ctl.vlans, vtag)
+		if found {
+			c.ctl.vlans = slices.Delete(c.ctl.vlans, i, i+1)
+		}
+		c.ctl.mu.Unlock()
+		if !found {
+			return &ConfigError{Field: "VLAN", Value: vtag, Reason: "not registered (ENOENT)"}
+		}
+		if vr, ok := c.dev.(VLANRegisterer); ok {
+			vr.VLANUnregister(c, vtag)
+		}
+		return c.vlanRestartLocked(reentrant)
+	})
+}
+
+// vlanRestartLocked is IFDI_NEEDS_RESTART(IFLIB_RESTART_VLAN_CONFIG) and
+// the reinit it asks for. FreeBSD calls iflib_if_init_locked whatever the
+// state, starting a stopped interface; here a stopped one stays stopped
+// (its next Init programs the VLANs anyway).
+func (c *Context) vlanRestartLocked(reentrant bool) error {
+	rn, ok := c.dev.(RestartNeeder)
+	if !ok || !rn.NeedsRestart(c, RestartVLANConfig) {
+		return nil
+	}
+	return c.reinitLocked(reentrant)
+}
+
+// SetMedia is SIOCSIFMEDIA (ifmedia_ioctl, then iflib_media_change): the
+// medium is selected and IFDI_MEDIA_CHANGE programs it. A medium not in
+// the list (MediaAdd) is a *ConfigError (ENXIO); a driver without
+// IFDI_MEDIA_CHANGE refuses (ErrNotSupported); a driver's error is an
+// *IFDIError and the previous medium stays selected (ifmedia_ioctl
+// restores ifm_cur).
+func (c *Context) SetMedia(m Media) error {
+	return c.ctlCall(func(bool) error {
+		c.ctl.mu.Lock()
+		listed := slices.Contains(c.ctl.media, m)
+		old := c.ctl.cur
+		c.ctl.mu.Unlock()
+		if !listed {
+			return &ConfigError{Field: "Media", Value: m, Reason: "not in the driver's media list (ENXIO)"}
+		}
+		mc, ok := c.dev.(MediaChanger)
+		if !ok {
+			return fmt.Errorf("iflib: %s: SetMedia %v: the driver has no IFDI_MEDIA_CHANGE: %w", c.name, m, ErrNotSupported)
+		}
+		c.ctl.mu.Lock()
+		c.ctl.cur = m
+		c.ctl.mu.Unlock()
+		if err := mc.MediaChange(c); err != nil {
+			c.ctl.mu.Lock()
+			c.ctl.cur = old
+			c.ctl.mu.Unlock()
+			return c.ifdiErr("IFDI_MEDIA_CHANGE", err)
+		}
+		return nil
+	})
+}
+
+// SetRSS sets the RSS key, indirection table and hashed packet kinds
+// (goiflib: FreeBSD sets them system-wide at boot, rss_config) and
+// reinitialises a running interface so that IFDI_INIT programs them. A
+// table whose length is not SoftcCtx.RSSTableSize, an entry naming no RX
+// queue, or an unknown hash type is a *ConfigError. The config is copied.
+func (c *Context) SetRSS(r RSSConfig) error {
+	if len(r.Table) != c.sc.RSSTableSize {
+		return &ConfigError{Field: "RSS.Table", Value: len(r.Table), Reason: fmt.Sprintf("must have RSSTableSize = %d entries", c.sc.RSSTableSize)}
+	}
+	for i, q := range r.Table {
+		if int(q) >= c.sc.NRxQSets {
+			return &ConfigError{Field: fmt.Sprintf("RSS.Table[%d]", i), Value: q, Reason: fmt.Sprintf("no such RX queue (%d queues)", c.sc.NRxQSets)}
+		}
+	}
+	if r.Types&^rssHashKnown != 0 {
+		return &ConfigError{Field: "RSS.Types", Value: r.Types, Reason: "unknown RSS_HASHTYPE bits"}
+	}
+	r.Table = slices.Clone(r.Table)
+	return c.ctlCall(func(reentrant bool) error {
+		c.ctl.mu.Lock()
+		c.ctl.rss = r
+		c.ctl.mu.Unlock()
+		return c.reinitLocked(reentrant)
+	})
+}
+
+// capReinit are the capabilities whose change stops and reinitialises a
+// running interface (iflib_if_ioctl's SIOCSIFCAP: IFCAP_FLAGS, the
+// offloads a driver programs in IFDI_INIT). IFCAP_LINKSTATE needs none.
+const capReinit = capKnown &^ CapLinkState
+
+// SetCapEnable is SIOCSIFCAP: caps becomes the enabled set. A capability
+// the device does not offer is a *ConfigError (ifhwioctl's EINVAL). If a
+// capability of the reinit set changes on a running interface, iflib
+// stops it, toggles the set and inits it again (iflib_if_ioctl), so the
+// driver programs its offloads in IFDI_INIT from CapEnabled. From then on
+// Transmit refuses packets asking for a TX offload that is not enabled
+// (ErrOffloadDisabled), and RX checksum results are withheld from packets
+// of an IP version whose RX checksum is disabled.
+func (c *Context) SetCapEnable(caps Capabilities) error {
+	if caps&^c.sc.Capabilities != 0 {
+		return &ConfigError{Field: "CapEnable", Value: caps, Reason: fmt.Sprintf("%v not offered by the device (Capabilities %v)",
+			caps&^c.sc.Capabilities, c.sc.Capabilities)}
+	}
+	return c.ctlCall(func(reentrant bool) error {
+		mask := caps ^ c.CapEnabled()
+		if mask == 0 {
+			return nil
+		}
+		running := c.st() == stateRunning && mask&capReinit != 0
+		if running && reentrant {
+			return ErrReentrant
+		}
+		if running {
+			c.stopLocked()
+		}
+		c.setCapEnable(caps)
+		if running {
+			return c.initLocked()
+		}
+		return nil
+	})
+}
+
+// setCapEnable stores if_capenable and the TX offloads it allows
+// (if_hwassist).
+func (c *Context) setCapEnable(caps Capabilities) {
+	c.ctl.capEnable.Store(uint32(caps))
+	var hw CsumFlags
+	if caps&CapTxCsum != 0 {
+		hw |= CsumIP | CsumIPUDP | CsumIPTCP
+	}
+	if caps&CapTxCsumIPv6 != 0 {
+		hw |= CsumIP6UDP | CsumIP6TCP
+	}
+	if caps&CapTSO4 != 0 {
+		hw |= CsumIPTSO
+	}
+	if caps&CapTSO6 != 0 {
+		hw |= CsumIP6TSO
+	}
+	if c.sc.TxCsumFlags != 0 {
+		hw &= c.sc.TxCsumFlags | CsumTSO
+	}
+	c.ctl.hwassist.Store(uint32(hw))
+}
+
+// MaxMTU is the largest MTU iflib can receive: a frame with a VLAN tag
+// spread over IFLIB_MAX_RX_SEGS clusters of MJUMPAGESIZE. A driver's
+// IFDI_MTU_SET refuses what its hardware cannot do.
+const MaxMTU = MaxRxSegs*MJumPageSize - etherVLANEncapLen - etherHdrLen - etherCRCLen
+
+// SetMTU is SIOCSIFMTU (iflib_if_ioctl): validate mtu (MinMTU..MaxMTU,
+// else a *ConfigError), stop the interface if it runs (every packet in
+// flight is sent, counted as dropped or handed back as Stop documents;
+// Transmit meanwhile returns ErrNotRunning), IFDI_MTU_SET (which returns
+// the new isc_max_frame_size), re-choose the RX cluster size of each free
+// list whose SoftcCtx.RxdBufSize is 0 as iflib_get_mbuf_size_for does
+// (MCLBYTES up to 2048-byte frames, MJUMPAGESIZE above; a jumbo frame
+// spans several clusters), and init again. A driver without
+// IFDI_MTU_SET refuses (ErrNotSupported); a driver's refusal is an
+// *IFDIError. On any error the MTU, the frame size and the clusters stay
+// as they were and a running interface runs again.
+//
+// Departures from FreeBSD (docs/freebsd.md): iflib's bounds are checked
+// before the interface stops, and a stopped interface stays stopped
+// (iflib_if_ioctl calls iflib_init_locked whatever the state). From an
+// IFDI method on a running interface it returns ErrReentrant.
+func (c *Context) SetMTU(mtu int) error {
+	if mtu < MinMTU || mtu > MaxMTU {
+		return &ConfigError{Field: "MTU", Value: mtu, Reason: fmt.Sprintf("must be %d..%d", MinMTU, MaxMTU)}
+	}
+	return c.ctlCall(func(reentrant bool) error {
+		old := c.MTU()
+		if mtu == old {
+			return nil
+		}
+		ms, ok := c.dev.(MTUSetter)
+		if !ok {
+			return fmt.Errorf("iflib: %s: SetMTU %d: the driver has no IFDI_MTU_SET: %w", c.name, mtu, ErrNotSupported)
+		}
+		running := c.st() == stateRunning
+		if running && reentrant {
+			return ErrReentrant
+		}
+		if running {
+			c.stopLocked()
+		}
+		err := c.mtuSetLocked(ms, mtu)
+		if err == nil {
+			c.ctl.mtu.Store(int64(mtu))
+		}
+		if running {
+			if ierr := c.initLocked(); ierr != nil {
+				return errors.Join(err, ierr)
+			}
+		}
+		return err
+	})
+}
+
+// mtuSetLocked is IFDI_MTU_SET and the RX cluster sizes it implies, on a
+// stopped interface; on an error everything is as it was (the driver is
+// told the old MTU again if it accepted the new one).
+func (c *Context) mtuSetLocked(ms MTUSetter, mtu int) error {
+	c.ctl.mu.Lock()
+	oldFrame := c.sc.MaxFrameSize
+	c.ctl.mu.Unlock()
+	frame, err := ms.MTUSet(c, mtu)
+	if err != nil {
+		return c.ifdiErr("IFDI_MTU_SET", err)
+	}
+	undo := func(err error) error {
+		_, _ = ms.MTUSet(c, c.MTU())
+		c.resizeRx(oldFrame)
+		return err
+	}
+	if frame < mtu+etherHdrLen || frame > MaxRxSegs*MJumPageSize-etherVLANEncapLen || frame < c.sc.MinFrameSize {
+		return undo(c.ifdiErr("IFDI_MTU_SET", &ConfigError{Field: "MaxFrameSize", Value: frame,
+			Reason: fmt.Sprintf("does not carry an MTU of %d, or exceeds %d", mtu, MaxRxSegs*MJumPageSize-etherVLANEncapLen)}))
+	}
+	for j := range max(c.shared.NFL, 1) {
+		if b := c.sc.RxdBufSize[j]; b != 0 && frame > MaxRxSegs*b-etherVLANEncapLen {
+			return undo(&ConfigError{Field: "MTU", Value: mtu, Reason: fmt.Sprintf(
+				"a frame of %d bytes with a VLAN tag needs more than %d (IFLIB_MAX_RX_SEGS) buffers of %d bytes (RxdBufSize[%d])",
+				frame, MaxRxSegs, b, j)})
+		}
+	}
+	if err := c.resizeRx(frame); err != nil {
+		return undo(err)
+	}
+	c.ctl.mu.Lock()
+	c.sc.MaxFrameSize = frame
+	c.ctl.mu.Unlock()
+	return nil
+}
+
+// resizeRx gives every free list without a fixed RxdBufSize the cluster
+// size for frames of frame bytes (iflib_calc_rx_mbuf_sz).
+// Preconditions: CTX_LOCK held, the interface stopped.
+func (c *Context) resizeRx(frame int) error {
+	for _, q := range c.rxqs {
+		for _, fl := range q.fls {
+			if c.sc.RxdBufSize[fl.id] != 0 {
+				continue
+			}
+			if err := fl.resize(rxBufSizeFor(frame)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

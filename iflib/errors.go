@@ -100,6 +100,11 @@ var (
 	// producer index (outside the ring, or more descriptors than nsegs plus
 	// the pad). The packet was freed and counted in oerrors.
 	ErrBadDriverIndex = errors.New("iflib: TxdEncap reported an impossible ipi_new_pidx")
+	// ErrOffloadDisabled is a packet asking for a TX offload (a checksum,
+	// TSO, a VLAN tag to insert) that is not enabled (Context.CapEnabled,
+	// SIOCSIFCAP): the stack must do the work itself. The packet was freed
+	// and counted in oerrors.
+	ErrOffloadDisabled = errors.New("iflib: packet asks for a TX offload that is not enabled (if_capenable)")
 	// ErrNoQueue is a queue index out of range.
 	ErrNoQueue = errors.New("iflib: no such queue")
 	// ErrLeak is Detach (or Zone.Close) finding packets still held outside

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -59,6 +60,10 @@ type freeList struct {
 
 	st                     *counters[rxCounter] // the queue's
 	pidxA, cidxA, creditsA atomic.Int64         // mirrors for the sysctl tree
+	bufSizeA               atomic.Int64         // bufSize, for the sysctl tree
+	// retired are the zones of the cluster sizes earlier MTUs chose
+	// (resize); each closes itself when its last packet comes back.
+	retired []*Zone
 }
 
 func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low busdma.BusAddr) (*freeList, error) {
@@ -98,7 +103,38 @@ func newFreeList(q *rxq, id int, ring RingMem, size, bufSize, zoneSize int, low 
 		}
 	}
 	fl.iru = RxdUpdate{QSIdx: q.id, BufSize: bufSize, FLIdx: id}
+	fl.bufSizeA.Store(int64(bufSize))
 	return fl, nil
+}
+
+// resize gives a stopped free list clusters of bufSize: a new tag, zone
+// and maps (iflib_fl_setup choosing ifl_buf_size anew after an MTU
+// change). The old zone closes when the packets the stack still holds
+// come back. On an error nothing changed.
+// Preconditions: the queue is stopped (bufsFree done).
+func (fl *freeList) resize(bufSize int) error {
+	if bufSize == fl.bufSize {
+		return nil
+	}
+	c := fl.rxq.ctx
+	n, err := newFreeList(fl.rxq, fl.id, fl.ring, fl.size, bufSize, c.cfg.RxZoneSize, busdma.LowAddrForWidth(c.sc.DMAWidth))
+	if err != nil {
+		if n != nil {
+			destroyMaps(n.sdMap)
+			_ = n.zone.Close()
+		}
+		return err
+	}
+	destroyMaps(fl.sdMap)
+	fl.cache.Flush()
+	fl.retired = slices.DeleteFunc(fl.retired, func(z *Zone) bool { return z.closed.Load() })
+	if fl.zone.closeWhenIdle() != nil {
+		fl.retired = append(fl.retired, fl.zone)
+	}
+	fl.bufSize, fl.tag, fl.syncBufs = n.bufSize, n.tag, n.syncBufs
+	fl.zone, fl.cache, fl.sdMap, fl.iru = n.zone, n.cache, n.sdMap, n.iru
+	fl.bufSizeA.Store(int64(bufSize))
+	return nil
 }
 
 func (fl *freeList) isSet(i int) bool { return fl.bitmap[i>>6]&(1<<(uint(i)&63)) != 0 }

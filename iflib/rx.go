@@ -98,6 +98,8 @@ func (c *Context) rxBufSize(j int) int {
 	if b := c.sc.RxdBufSize[j]; b != 0 {
 		return b
 	}
+	c.ctl.mu.Lock()
+	defer c.ctl.mu.Unlock()
 	return rxBufSizeFor(c.sc.MaxFrameSize)
 }
 
@@ -144,6 +146,13 @@ func (q *rxq) free() *LeakError {
 			var le *LeakError
 			if errors.As(err, &le) {
 				leak.Zones = append(leak.Zones, le.Zones...)
+			}
+		}
+		// The zones an MTU change retired close when their last packet
+		// comes back; those the stack still holds are leaks too.
+		for _, z := range fl.retired {
+			if n := z.Outstanding(); n > 0 {
+				leak.Zones = append(leak.Zones, ZoneLeak{Zone: z.Name(), Outstanding: n, Size: z.Size()})
 			}
 		}
 	}
@@ -381,7 +390,32 @@ func (q *rxq) pktGet(ri *RxdInfo) *Packet {
 		CsumData:  ri.CsumData,
 		RxQueue:   uint16(q.id),
 	}
+	if ri.CsumFlags != 0 {
+		if caps := Capabilities(c.ctl.capEnable.Load()); caps&(CapRxCsum|CapRxCsumIPv6) != CapRxCsum|CapRxCsumIPv6 {
+			withholdCsum(m, caps)
+		}
+	}
 	return m
+}
+
+// withholdCsum clears the RX checksum results of a packet whose IP
+// version's RX checksum offload is disabled (IFCAP_RXCSUM for IPv4,
+// IFCAP_RXCSUM_IPV6 for IPv6): FreeBSD drivers skip their
+// *_receive_checksum then; iflib does it for every driver, from the
+// EtherType (after one 802.1Q tag) of the first buffer.
+func withholdCsum(m *Packet, caps Capabilities) {
+	b := m.Bytes()
+	if len(b) < etherHdrLen {
+		return
+	}
+	et := uint16(b[12])<<8 | uint16(b[13])
+	if et == 0x8100 && len(b) >= etherHdrLen+etherVLANEncapLen {
+		et = uint16(b[16])<<8 | uint16(b[17])
+	}
+	ipv6 := et == 0x86dd
+	if (ipv6 && caps&CapRxCsumIPv6 == 0) || (!ipv6 && caps&CapRxCsum == 0) {
+		m.Hdr.CsumFlags, m.Hdr.CsumData = 0, 0
+	}
 }
 
 // filterFrame returns the frame ri describes as one slice for RxFilter,

@@ -189,7 +189,7 @@ func (c *Context) buildSysctl() *Node {
 			f.leaf("pidx", "Producer Index", func() any { return fl.pidxA.Load() })
 			f.leaf("cidx", "Consumer Index", func() any { return fl.cidxA.Load() })
 			f.leaf("credits", "credits available", func() any { return fl.creditsA.Load() })
-			f.leaf("buf_size", "buffer size", func() any { return fl.bufSize })
+			f.leaf("buf_size", "buffer size", func() any { return int(fl.bufSizeA.Load()) })
 		}
 	}
 	cn := root.child("counters", "interface counters (if_get_counter; goiflib)")

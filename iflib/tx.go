@@ -217,6 +217,10 @@ func (c *Context) checkTx(m *Packet) error {
 		return ErrBadLength
 	case n > c.txMaxLen(m):
 		return ErrTooBig
+	case m.Hdr.CsumFlags&csumOffloadTx&^CsumFlags(c.ctl.hwassist.Load()) != 0:
+		return ErrOffloadDisabled
+	case m.Hdr.Flags&MVLANTag != 0 && Capabilities(c.ctl.capEnable.Load())&CapVLANHWTagging == 0:
+		return ErrOffloadDisabled
 	}
 	return nil
 }
