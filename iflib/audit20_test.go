@@ -1,0 +1,213 @@
+package iflib_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/iflib"
+)
+
+// Issue 20's lifecycle class (docs/edges.md): the IFDI and if_txrx methods
+// TestLifecycleFromIFDIDuringRegister and FuzzModel do not hook — the
+// interrupt enables, IFDI_DETACH, IFDI_QUEUES_FREE, IFDI_GET_COUNTER, the
+// queue allocations and every if_txrx method — each call Init, Stop,
+// Detach or the readers once, with the *Context the driver kept from
+// AttachPre. Every call returns a documented result without a panic or a
+// hang, and the context still detaches cleanly: every packet back, no map
+// loaded, nothing reported by the busdma checker.
+
+// auditDev wraps the fake; hook runs after the fake's own work in each
+// method, never under the fake's lock.
+type auditDev struct {
+	*fakeNIC
+	hook func(point string)
+}
+
+func (d *auditDev) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
+	if err := d.fakeNIC.AttachPre(ic, sc); err != nil {
+		return err
+	}
+	sc.TxRx = &auditTxRx{fakeNIC: d.fakeNIC, hook: d.hook}
+	return nil
+}
+func (d *auditDev) TxQueuesAlloc(r []iflib.RingMem, n, sets int) error {
+	d.hook("TxQueuesAlloc")
+	return nil
+}
+func (d *auditDev) RxQueuesAlloc(r []iflib.RingMem, n, sets int) error {
+	d.hook("RxQueuesAlloc")
+	return nil
+}
+func (d *auditDev) IntrEnable(*iflib.Context)  { d.hook("IntrEnable") }
+func (d *auditDev) IntrDisable(*iflib.Context) { d.hook("IntrDisable") }
+func (d *auditDev) Detach(*iflib.Context) error {
+	d.hook("Detach")
+	return nil
+}
+func (d *auditDev) QueuesFree(*iflib.Context) { d.hook("QueuesFree") }
+func (d *auditDev) GetCounter(_ *iflib.Context, _ iflib.IfCounter) (uint64, bool) {
+	d.hook("GetCounter")
+	return 0, false
+}
+func (d *auditDev) RxQueueIntrEnable(*iflib.Context, int) error {
+	d.hook("RxQueueIntrEnable")
+	return nil
+}
+func (d *auditDev) TxQueueIntrEnable(*iflib.Context, int) error {
+	d.hook("TxQueueIntrEnable")
+	return nil
+}
+
+var (
+	_ iflib.QueuesFreer      = (*auditDev)(nil)
+	_ iflib.CounterGetter    = (*auditDev)(nil)
+	_ iflib.QueueIntrEnabler = (*auditDev)(nil)
+)
+
+type auditTxRx struct {
+	*fakeNIC
+	hook func(point string)
+}
+
+func (x *auditTxRx) TxdEncap(pi *iflib.PktInfo) error {
+	err := x.fakeNIC.TxdEncap(pi)
+	x.hook("TxdEncap")
+	return err
+}
+func (x *auditTxRx) TxdFlush(qid, pidx int) { x.fakeNIC.TxdFlush(qid, pidx); x.hook("TxdFlush") }
+func (x *auditTxRx) TxdCreditsUpdate(qid int, clear bool) int {
+	n := x.fakeNIC.TxdCreditsUpdate(qid, clear)
+	x.hook("TxdCreditsUpdate")
+	return n
+}
+func (x *auditTxRx) RxdAvailable(qid, cidx, budget int) int {
+	n := x.fakeNIC.RxdAvailable(qid, cidx, budget)
+	x.hook("RxdAvailable")
+	return n
+}
+func (x *auditTxRx) RxdPktGet(ri *iflib.RxdInfo) error {
+	err := x.fakeNIC.RxdPktGet(ri)
+	x.hook("RxdPktGet")
+	return err
+}
+func (x *auditTxRx) RxdRefill(iru *iflib.RxdUpdate) { x.fakeNIC.RxdRefill(iru); x.hook("RxdRefill") }
+func (x *auditTxRx) RxdFlush(qid, flid, pidx int) {
+	x.fakeNIC.RxdFlush(qid, flid, pidx)
+	x.hook("RxdFlush")
+}
+
+func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
+	points := []string{"TxQueuesAlloc", "RxQueuesAlloc", "IntrEnable", "IntrDisable", "Detach", "QueuesFree",
+		"GetCounter", "RxQueueIntrEnable", "TxQueueIntrEnable", "TxdEncap", "TxdFlush", "TxdCreditsUpdate",
+		"RxdAvailable", "RxdPktGet", "RxdRefill", "RxdFlush"}
+	lifecycleErrs := []error{iflib.ErrDeferred, iflib.ErrDetached, iflib.ErrRegistering, iflib.ErrBusy}
+	for _, point := range points {
+		for _, action := range []string{"init", "stop", "detach", "reads"} {
+			t.Run(point+"/"+action, func(t *testing.T) {
+				var (
+					mu    sync.Mutex
+					ic    *iflib.Context
+					fired bool
+					got   error
+				)
+				hook := func(at string) {
+					mu.Lock()
+					c := ic
+					if at != point || fired || c == nil {
+						mu.Unlock()
+						return
+					}
+					fired = true
+					mu.Unlock()
+					var err error
+					switch action {
+					case "init":
+						err = c.Init()
+					case "stop":
+						err = c.Stop()
+					case "detach":
+						err = c.Detach()
+					case "reads":
+						_ = c.SysctlLines()
+						_ = c.Counter(iflib.IfCounterOPackets)
+						_, _ = c.TxQueueStats(0)
+						_, _ = c.RxQueueStats(0)
+						_ = c.TxBacklog(0)
+						_ = c.RxBufSize(0)
+						_ = c.Placement()
+						c.AdminIntr()
+						c.TxIntr(0)
+						c.RxIntr(0)
+						c.LinkStateChange(iflib.LinkStateUp, 1e9)
+					}
+					mu.Lock()
+					got = err
+					mu.Unlock()
+				}
+				// The driver keeps the *Context AttachPre receives, as drivers do.
+				o := fakeOpts{cfg: iflib.Config{StopTimeout: 20 * time.Millisecond, TimerInterval: time.Hour},
+					wrap: func(f *fakeNIC) iflib.Device {
+						return &keepCtx{auditDev: &auditDev{fakeNIC: f, hook: hook},
+							keep: func(c *iflib.Context) { mu.Lock(); ic = c; mu.Unlock() }}
+					}}
+				f, err := tryFake(t, o)
+				if err != nil {
+					// Only a Detach from a Register-time method may fail Register.
+					require.ErrorIs(t, err, iflib.ErrDetached, "%s from %s", action, point)
+					return
+				}
+				z := f.zone(iflib.MCLBytes, 64)
+				if err := f.ctx.Init(); err != nil {
+					require.ErrorIs(t, err, iflib.ErrDetached)
+				}
+				// A frame from the wire first (the fake device, unlike a real
+				// one, would still write its posted buffers after IFDI_STOP),
+				// then a transmit: sent, or refused and counted.
+				if f.ctx.Running() && f.rx(make([]byte, 300)) {
+					eventually(t, "the frame taken", func() bool {
+						st, err := f.ctx.RxQueueStats(0)
+						return err == nil && st.IPackets >= 1 || !f.ctx.Running()
+					})
+				}
+				_ = f.ctx.Transmit(pkt(t, z, 100, 1))
+				_ = f.ctx.Counter(iflib.IfCounterOPackets)
+				time.Sleep(5 * time.Millisecond)
+				if err := f.ctx.Stop(); err != nil {
+					require.ErrorIs(t, err, iflib.ErrDetached)
+				}
+				if err := f.ctx.Detach(); err != nil && !errors.Is(err, iflib.ErrDetached) && !errors.Is(err, iflib.ErrDeferred) {
+					t.Fatalf("Detach: %v", err)
+				}
+				select {
+				case <-f.ctx.Detached():
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s from %s: the context never finished detaching", action, point)
+				}
+				mu.Lock()
+				require.True(t, fired, "the hook at %s ran", point)
+				if got != nil && !isOneOf(got, lifecycleErrs...) {
+					t.Fatalf("%s from %s: undocumented error %T %v", action, point, got, got)
+				}
+				mu.Unlock()
+				require.Equal(t, z.Size(), z.Available(), "every packet back in its zone")
+				require.NoError(t, f.bus.Close(), "no map left loaded")
+				require.Empty(t, f.chk.Reports())
+			})
+		}
+	}
+}
+
+// keepCtx records the *Context AttachPre receives.
+type keepCtx struct {
+	*auditDev
+	keep func(*iflib.Context)
+}
+
+func (k *keepCtx) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
+	k.keep(ic)
+	return k.auditDev.AttachPre(ic, sc)
+}
