@@ -52,16 +52,23 @@
 //
 // # What comes from the context
 //
-// Bind reads the device through the context as it is today: the MTU is
-// SoftcCtx.MaxFrameSize − 18 (FreeBSD drivers count ETHER_HDR_LEN and
-// ETHER_CRC_LEN in isc_max_frame_size); the offloads are
-// SoftcCtx.TxCsumFlags (checksum insertion, claimed to gVisor as
-// CapabilityTXChecksumOffload when the device does IPv4 TCP and UDP) and
-// TSO (CSUM_IP_TSO with TxTSOSizeMax, claimed as host GSO); the link is
-// Context.Running and Context.LinkState, read by LinkUp and by every
-// WritePackets. The MAC comes from Options.MAC, the driver
-// (Options.HardwareAddr; afxdp.Driver.HardwareAddr), or is a random
-// locally administered address.
+// Bind reads the device through iflib's control plane: the MTU is
+// Context.MTU (if_mtu: SoftcCtx.MaxFrameSize − 18 at attach, FreeBSD
+// drivers counting ETHER_HDR_LEN and ETHER_CRC_LEN in isc_max_frame_size),
+// read live, so Context.SetMTU takes effect at once, and the endpoint's
+// SetMTU is Context.SetMTU; the offloads are SoftcCtx.TxCsumFlags
+// (checksum insertion, claimed to gVisor as CapabilityTXChecksumOffload
+// when the device does IPv4 TCP and UDP) and TSO (CSUM_IP_TSO with
+// TxTSOSizeMax, claimed as host GSO), as far as Context.CapEnabled
+// enables them, checked again on every WritePackets: an offload turned
+// off later with Context.SetCapEnable is done in software instead; the
+// link is Context.Running and Context.LinkState, read by LinkUp and by
+// every WritePackets (Context.SubscribeLink gives the changes as they
+// come). The MAC is Options.MAC, else the driver's (Context.MAC, which
+// the driver reported with iflib_set_mac; Options.HardwareAddr for a
+// driver that did not), else a random locally administered address; Bind
+// and SetLinkAddress give it to the device (Context.SetMAC), whose
+// unicast filter would drop frames to any other.
 //
 // RX checksum offload is never claimed: gVisor reads it per NIC, not per
 // packet, and a reassembled datagram inherits it from its fragments, which
@@ -69,12 +76,8 @@
 // (CSUM_L3_CALC or CSUM_L4_CALC without _VALID) are dropped here; gVisor
 // verifies the rest.
 //
-// iflib's control plane has no MTU, MAC, capability or link-change
-// interface yet (FreeBSD's IFDI_MTU_SET and if_getmtu, iflib_set_mac and
-// if_getlladdr, isc_capabilities and capenable, if_link_state_change
-// listeners). Each place that will use one is marked in Bind, SetMTU,
-// SetLinkAddress and LinkUp; with them, New can take the context and the
-// Bind step goes.
+// Attachment.Input is fixed before the context exists, hence the Bind
+// step after Register.
 //
 // # Drivers
 //

@@ -68,11 +68,11 @@ type Options struct {
 	// address.
 	MAC tcpip.LinkAddress
 	// HardwareAddr, when set, is asked for the device's address at the
-	// first Bind if MAC is empty (afxdp: Driver.HardwareAddr). iflib has no
-	// if_getlladdr yet (the control-plane work adds one; then this goes).
+	// first Bind if MAC is empty and the driver reported none to iflib
+	// (Context.MAC, iflib_set_mac): for drivers that predate it.
 	HardwareAddr func() []byte
-	// MTU is the IP MTU (0: the device's, MaxFrameSize − 18). A larger
-	// value is clamped to the device's.
+	// MTU is the IP MTU (0: the context's, Context.MTU, followed live). A
+	// larger value than the device carries is clamped to the device's.
 	MTU uint32
 	// TxWait is how long WritePackets waits for a packet when the TX zone is
 	// empty before it drops (0: DefaultTxWait; negative: never wait).
@@ -116,8 +116,7 @@ type Endpoint struct {
 	txWait  time.Duration
 	ic      atomic.Pointer[iflib.Context]
 	disp    atomic.Pointer[dispatcher]
-	mtu     atomic.Uint32
-	maxMTU  atomic.Uint32
+	mtu     atomic.Uint32 // the IP MTU asked (Options.MTU, SetMTU); 0: the context's
 	closed  atomic.Bool
 	batches sync.Pool             // *[]*iflib.Packet scratch of WritePackets
 	lros    atomic.Pointer[[]lro] // one per RX queue, set at the first Bind
@@ -172,12 +171,7 @@ func New(opts Options) (*Endpoint, error) {
 	}
 	e.batches.New = func() any { b := make([]*iflib.Packet, 0, batchMax); return &b }
 	e.caps = stack.CapabilityResolutionRequired
-	mtu := opts.MTU
-	if mtu == 0 {
-		mtu = defaultMTU // until Bind
-	}
-	e.mtu.Store(mtu)
-	e.maxMTU.Store(mtu)
+	e.mtu.Store(opts.MTU)
 	return e, nil
 }
 
@@ -190,35 +184,50 @@ func checkMAC(a tcpip.LinkAddress) error {
 
 // Bind makes ic the context the endpoint transmits on. The first Bind
 // fixes the link identity gVisor sees: the MTU (Options.MTU, else the
-// device's MaxFrameSize − 18), the MAC and the offloads the device
-// advertises (SoftcCtx.TxCsumFlags, TxTSOSizeMax), so bind before
-// stack.CreateNIC. A later Bind (the driver detached and attached again,
-// say) must offer every offload already advertised (ErrOffloads) and
-// frames as large as the MTU in force (ErrMTU); it then takes over at once.
+// context's, Context.MTU = if_mtu), the MAC (Options.MAC, else the
+// driver's, Context.MAC = what iflib_set_mac stored) and the offloads the
+// device offers and has enabled (SoftcCtx.TxCsumFlags and TxTSOSizeMax,
+// narrowed by Context.CapEnabled), so bind before stack.CreateNIC. A later
+// Bind (the driver detached and attached again, say) must offer every
+// offload already advertised (ErrOffloads) and frames as large as the MTU
+// in force (ErrMTU); it then takes over at once.
 //
-// Control plane: iflib has no MTU, MAC or offload-capability interface
-// yet (FreeBSD's if_getmtu/IFDI_MTU_SET, iflib_set_mac/if_getlladdr,
-// isc_capabilities/capenable). When it does, this is where the endpoint
-// reads them, and SetMTU/SetLinkAddress forward to them.
+// Later control calls on the context take effect without a new Bind: MTU
+// follows Context.SetMTU, and an offload turned off by
+// Context.SetCapEnable is done here instead (the checksum computed, a
+// GSO packet cut into segments), since gVisor cannot take back an
+// advertised capability. Link changes reach a caller through
+// Context.SubscribeLink (the command prints them); gVisor's LinkEndpoint
+// has no carrier state, so LinkUp and TxLinkDown say what the stack sees.
 func (e *Endpoint) Bind(ic *iflib.Context) error {
 	if ic == nil {
 		return ErrNilContext
 	}
 	sc := ic.Softc()
-	devMTU := uint32(max(sc.MaxFrameSize-etherHdrLen-etherCRCLen, 0))
+	devMTU := uint32(max(ic.MTU(), 0))
 	csum, tso, gsoMax := e.offloads(sc)
+	if on := (&Endpoint{txCsum: csum, tso: tso}).enabled(ic); !e.opts.NoOffload {
+		csum, tso = on.csum, on.tso
+		if !tso {
+			gsoMax = 0
+		}
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.bound {
-		mtu := e.opts.MTU
-		if mtu == 0 || mtu > devMTU {
-			mtu = devMTU
+		if mtu := e.mtu.Load(); mtu > devMTU {
+			e.mtu.Store(devMTU)
 		}
-		e.mtu.Store(mtu)
-		e.maxMTU.Store(devMTU)
 		if e.mac.Load() == nil {
-			e.setMAC(e.deviceMAC())
+			if a := ic.MAC(); a != (iflib.EtherAddr{}) {
+				e.setMAC(tcpip.LinkAddress(a[:]))
+			} else {
+				e.setMAC(e.deviceMAC())
+			}
+		}
+		if err := e.pushMAC(ic); err != nil {
+			return err
 		}
 		e.txCsum, e.tso, e.gsoMax = csum, tso, gsoMax
 		if csum&(iflib.CsumIPTCP|iflib.CsumIPUDP) == iflib.CsumIPTCP|iflib.CsumIPUDP {
@@ -235,10 +244,12 @@ func (e *Endpoint) Bind(ic *iflib.Context) error {
 	if csum&e.txCsum != e.txCsum || (e.tso && !tso) {
 		return fmt.Errorf("%w: advertised %#x (TSO %v), %s offers %#x (TSO %v)", ErrOffloads, uint32(e.txCsum), e.tso, ic.Name(), uint32(csum), tso)
 	}
-	if mtu := e.mtu.Load(); mtu > devMTU {
+	if mtu := e.MTU(); mtu > devMTU {
 		return fmt.Errorf("%w: MTU %d, %s carries %d", ErrMTU, mtu, ic.Name(), devMTU)
 	}
-	e.maxMTU.Store(devMTU)
+	if err := e.pushMAC(ic); err != nil {
+		return err
+	}
 	e.ic.Store(ic)
 	return nil
 }
@@ -278,21 +289,45 @@ func (e *Endpoint) Context() *iflib.Context { return e.ic.Load() }
 // closed, and its context runs (not stopped, not detached) with the link
 // up. WritePackets refuses every packet while it is false (counted in
 // TxLinkDown). gVisor's LinkEndpoint has no carrier state to report this
-// through, so it is polled here; iflib has no link-change subscription
-// yet (the control-plane work adds one: then a subscriber here can tell
-// the stack).
+// through, so it is polled here; a program that wants the changes as they
+// happen subscribes with Context.SubscribeLink (the command does).
 func (e *Endpoint) LinkUp() bool {
 	c := e.ic.Load()
 	return c != nil && !e.closed.Load() && c.Running() && c.LinkState() == iflib.LinkStateUp
 }
 
-// MTU implements stack.LinkEndpoint: the IP MTU.
-func (e *Endpoint) MTU() uint32 { return e.mtu.Load() }
+// MTU implements stack.LinkEndpoint: the IP MTU, read live: the context's
+// (Context.MTU, if_mtu, which Context.SetMTU changes), or the smaller one
+// asked with Options.MTU or SetMTU. Before the first Bind, the one asked
+// or ETHERMTU.
+func (e *Endpoint) MTU() uint32 {
+	want := e.mtu.Load()
+	c := e.ic.Load()
+	if c == nil {
+		if want == 0 {
+			return defaultMTU
+		}
+		return want
+	}
+	dev := uint32(max(c.MTU(), 0))
+	if want == 0 || want > dev {
+		return dev
+	}
+	return want
+}
 
-// SetMTU implements stack.LinkEndpoint. The MTU is clamped to what the
-// device's frames carry; the device itself is not told (iflib has no
-// IFDI_MTU_SET yet: when it has, SetMTU forwards there).
-func (e *Endpoint) SetMTU(mtu uint32) { e.mtu.Store(min(mtu, e.maxMTU.Load())) }
+// SetMTU implements stack.LinkEndpoint (gVisor's Stack.SetNICMTU): on a
+// bound endpoint it is SIOCSIFMTU, Context.SetMTU (IFDI_MTU_SET and a
+// reinit of a running interface), and the endpoint then uses mtu. If the
+// driver refuses (no IFDI_MTU_SET, or beyond its hardware: gVisor's
+// SetMTU has no error to return), the device keeps its MTU and MTU
+// reports the smaller of the two.
+func (e *Endpoint) SetMTU(mtu uint32) {
+	if c := e.ic.Load(); c != nil && int(mtu) != c.MTU() {
+		_ = c.SetMTU(int(mtu))
+	}
+	e.mtu.Store(mtu)
+}
 
 // MaxHeaderLength implements stack.LinkEndpoint: an Ethernet header.
 func (e *Endpoint) MaxHeaderLength() uint16 { return etherHdrLen }
@@ -312,14 +347,32 @@ func (e *Endpoint) LinkAddress() tcpip.LinkAddress {
 }
 
 // SetLinkAddress implements stack.LinkEndpoint: the address the endpoint
-// writes as the source and accepts unicast frames for. A device that
-// filters by destination address is not told (iflib has no iflib_set_mac
-// yet: when it has, the address goes there too). Anything but a unicast
-// Ethernet address is ignored.
+// writes as the source and accepts unicast frames for. On a bound endpoint
+// the device is told too (Context.SetMAC, SIOCSIFLLADDR: its unicast
+// filter then passes the new address; a running interface is
+// reinitialised). Anything but a unicast Ethernet address is ignored.
 func (e *Endpoint) SetLinkAddress(a tcpip.LinkAddress) {
 	if checkMAC(a) == nil {
 		e.setMAC(a)
+		if c := e.ic.Load(); c != nil {
+			_ = e.pushMAC(c)
+		}
 	}
+}
+
+// pushMAC gives the context the endpoint's address when it has another
+// (Options.MAC, or a random one for a driver that reported none): a
+// device with a unicast filter drops frames to any other address.
+func (e *Endpoint) pushMAC(ic *iflib.Context) error {
+	var a iflib.EtherAddr
+	copy(a[:], e.mac.Load()[:])
+	if ic.MAC() == a {
+		return nil
+	}
+	if err := ic.SetMAC(a); err != nil {
+		return fmt.Errorf("ifliblink: %s: MAC %v: %w", ic.Name(), a, err)
+	}
+	return nil
 }
 
 func (e *Endpoint) setMAC(a tcpip.LinkAddress) {

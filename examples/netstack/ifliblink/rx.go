@@ -162,7 +162,7 @@ func (e *Endpoint) drop(dp *dispatcher, m *iflib.Packet, n int) counter {
 	if n < etherHdrLen || len(b) < etherHdrLen {
 		return rxRunt
 	}
-	limit := int(e.mtu.Load()) + etherHdrLen
+	limit := int(e.MTU()) + etherHdrLen
 	if binary.BigEndian.Uint16(b[12:14]) == etherTypeVLAN {
 		limit += 4
 	}

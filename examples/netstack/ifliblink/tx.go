@@ -32,13 +32,13 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		return 0, &tcpip.ErrClosedForSend{}
 	}
 	bp := e.batches.Get().(*[]*iflib.Packet)
-	w := txWork{e: e, ic: ic, batch: (*bp)[:0]}
+	w := txWork{e: e, ic: ic, batch: (*bp)[:0], on: e.enabled(ic)}
 	for _, pkt := range list {
-		if mss, ok := e.softGSO(pkt); ok {
+		if mss, ok := e.softGSO(pkt, w.on); ok {
 			w.err(e.segment(pkt, mss, &w))
 			continue
 		}
-		m, err := e.frame(pkt)
+		m, err := e.frame(pkt, w.on)
 		if err != nil {
 			w.err(err)
 			continue
@@ -58,6 +58,33 @@ type txWork struct {
 	batch []*iflib.Packet
 	sent  int
 	terr  tcpip.Error
+	on    offloads // the offloads the context has enabled now
+}
+
+// offloads is what the device does for this call's frames.
+type offloads struct {
+	csum iflib.CsumFlags // the checksums it inserts
+	tso  bool            // it cuts IPv4 TCP (CSUM_IP_TSO)
+}
+
+// enabled narrows the offloads fixed at the first Bind (what gVisor was
+// told) to those ic has enabled now: SIOCSIFCAP (Context.SetCapEnable)
+// may turn one off at any time, and iflib then refuses a packet that asks
+// for it (ErrOffloadDisabled). A checksum the device no longer inserts is
+// computed here; a host-GSO packet it no longer cuts is cut here.
+func (e *Endpoint) enabled(ic *iflib.Context) offloads {
+	caps := ic.CapEnabled()
+	o := offloads{csum: e.txCsum, tso: e.tso}
+	if caps&iflib.CapTxCsum == 0 {
+		o.csum &^= iflib.CsumIPTCP | iflib.CsumIPUDP
+	}
+	if caps&iflib.CapTxCsumIPv6 == 0 {
+		o.csum &^= iflib.CsumIP6TCP | iflib.CsumIP6UDP
+	}
+	if caps&iflib.CapTSO4 == 0 || o.csum&iflib.CsumIPTCP == 0 {
+		o.tso = false
+	}
+	return o
 }
 
 func (w *txWork) err(err tcpip.Error) {
@@ -132,7 +159,7 @@ func transmitError(err error) tcpip.Error {
 // of a zone on the device's address space, and gVisor keeps its own
 // buffers (TCP retransmits from them), so neither side can take the
 // other's memory.
-func (e *Endpoint) frame(pkt *stack.PacketBuffer) (*iflib.Packet, tcpip.Error) {
+func (e *Endpoint) frame(pkt *stack.PacketBuffer, on offloads) (*iflib.Packet, tcpip.Error) {
 	m, err := e.get()
 	if err != nil {
 		e.st.add(txNoZone, 1)
@@ -145,7 +172,7 @@ func (e *Endpoint) frame(pkt *stack.PacketBuffer) (*iflib.Packet, tcpip.Error) {
 	}
 	m.Hdr.Len = pkt.Size()
 	e.hash(pkt, m)
-	e.offload(pkt, m)
+	e.offload(pkt, m, on)
 	return m, nil
 }
 
@@ -268,7 +295,7 @@ func parseL4(pkt *stack.PacketBuffer) (h l4, ok bool) {
 // IPv4 fragments are left alone: gVisor never fragments TCP, and a UDP
 // datagram it fragments with offload claimed carries a zero checksum,
 // which IPv4 allows ("no checksum").
-func (e *Endpoint) offload(pkt *stack.PacketBuffer, m *iflib.Packet) {
+func (e *Endpoint) offload(pkt *stack.PacketBuffer, m *iflib.Packet, on offloads) {
 	gso := pkt.GSOOptions
 	hostGSO := gso.Type == stack.GSOTCPv4 || gso.Type == stack.GSOTCPv6
 	if !hostGSO && e.caps&stack.CapabilityTXChecksumOffload == 0 {
@@ -279,25 +306,25 @@ func (e *Endpoint) offload(pkt *stack.PacketBuffer, m *iflib.Packet) {
 		return
 	}
 	l4len := pkt.Size() - h.l2 - h.l3
-	if e.tso && gso.Type == stack.GSOTCPv4 && l4len-h.hdr > int(gso.MSS) {
+	if on.tso && gso.Type == stack.GSOTCPv4 && l4len-h.hdr > int(gso.MSS) {
 		m.Hdr.CsumFlags, m.Hdr.TSOSegSize = iflib.CsumIPTSO, gso.MSS
 		e.st.add(txTSO, 1)
 		return
 	}
-	e.checksum(m, h, l4len)
+	e.checksum(m, h, l4len, on)
 }
 
 // checksum sets the L4 checksum of frame m (headers h, l4len bytes from
 // the transport header on): the device's when it inserts it, else
 // computed over the copy, as gVisor would have.
-func (e *Endpoint) checksum(m *iflib.Packet, h l4, l4len int) {
+func (e *Endpoint) checksum(m *iflib.Packet, h l4, l4len int, on offloads) {
 	pos := h.l2 + h.l3 + h.csumOff
 	head := m.Bytes()
 	if pos+2 > len(head) {
 		return // headers beyond the first buffer: not with ≥256-byte clusters
 	}
 	pseudo := header.PseudoHeaderChecksum(h.proto, h.src, h.dst, uint16(l4len))
-	if e.txCsum&h.flag != 0 {
+	if on.csum&h.flag != 0 {
 		binary.BigEndian.PutUint16(head[pos:], pseudo)
 		m.Hdr.CsumFlags |= h.flag
 		e.st.add(txCsumOffload, 1)
@@ -325,10 +352,10 @@ func (e *Endpoint) checksum(m *iflib.Packet, h l4, l4len int) {
 
 // softGSO says whether pkt is a host-GSO packet longer than one segment
 // that the device cannot cut (TCP over IPv6: the endpoint maps only IPv4
-// GSO to TSO), and its segment size.
-func (e *Endpoint) softGSO(pkt *stack.PacketBuffer) (mss int, ok bool) {
+// GSO to TSO; TCP over IPv4 once TSO4 is disabled), and its segment size.
+func (e *Endpoint) softGSO(pkt *stack.PacketBuffer, on offloads) (mss int, ok bool) {
 	gso := pkt.GSOOptions
-	if gso.Type != stack.GSOTCPv6 || gso.MSS == 0 {
+	if gso.MSS == 0 || (gso.Type != stack.GSOTCPv6 && (gso.Type != stack.GSOTCPv4 || on.tso)) {
 		return 0, false
 	}
 	hlen := len(pkt.LinkHeader().Slice()) + len(pkt.NetworkHeader().Slice()) + len(pkt.TransportHeader().Slice())
@@ -388,7 +415,7 @@ func (e *Endpoint) segment(pkt *stack.PacketBuffer, mss int, w *txWork) tcpip.Er
 		t.SetFlags(uint8(fl))
 		m.Hdr.Len = hlen + n
 		e.hash(pkt, m)
-		e.checksum(m, h, h.hdr+n)
+		e.checksum(m, h, h.hdr+n, w.on)
 		w.put(m)
 	}
 	return nil
