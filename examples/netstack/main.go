@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -157,14 +158,34 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := hs.HTTP(sv.stack, sv.addr, fmt.Sprintf("hello from gVisor netstack on goiflib (%s, %s)", sv.ic.Name(), mode), blob); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "serving HTTP from the Go stack at %v on %s (iflib %s, MTU %d, MAC %s)\n",
-		sv.addr, sv.ic.Name(), mode, sv.ep.MTU(), macString(sv.ep))
+	fmt.Fprintf(out, "serving HTTP from the Go stack at %v on %s (iflib %s, MTU %d, MAC %s, link %v)\n",
+		sv.addr, sv.ic.Name(), mode, sv.ep.MTU(), macString(sv.ep), sv.ic.LinkState())
 	fmt.Fprintln(out, "try:")
 	for _, l := range sv.curl {
 		fmt.Fprintln(out, "   ", l)
 	}
-	counters(ctx, o.interval, sv, out)
+	// Link changes as the driver reports them (iflib_link_state_change),
+	// printed between the counters: out is shared, so both lock it.
+	lw := &lockedWriter{w: out}
+	stop := sv.ic.SubscribeLink(func(ev iflib.LinkEvent) {
+		fmt.Fprintf(lw, "link %v, %d Mb/s\n", ev.State, ev.Baudrate/1_000_000)
+	})
+	defer stop()
+	counters(ctx, o.interval, sv, lw)
 	return nil
+}
+
+// lockedWriter serialises writes from the counters and the link
+// subscriber.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 func macString(ep *ifliblink.Endpoint) string {
