@@ -8,3 +8,7 @@ import "fmt"
 func Available() error {
 	return fmt.Errorf("%w: AF_XDP is Linux-only", ErrUnavailable)
 }
+
+// RigAvailable says why the test rig cannot be built here: it is
+// Linux-only.
+func RigAvailable() error { return Available() }

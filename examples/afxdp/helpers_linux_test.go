@@ -17,7 +17,7 @@ import (
 // bpf(2)). Everywhere else a failure is a failure.
 func needAFXDP(t testing.TB) {
 	t.Helper()
-	if err := Available(); err != nil {
+	if err := RigAvailable(); err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			t.Skipf("AF_XDP cannot run here: %v", err)
 		}
@@ -82,7 +82,7 @@ type peerFrames struct {
 }
 
 func newPeerFrames(t testing.TB, raw *RawSocket, want func(i int) []byte) *peerFrames {
-	return &peerFrames{t: t, raw: raw, want: want, buf: make([]byte, 2048)}
+	return &peerFrames{t: t, raw: raw, want: want, buf: make([]byte, 1<<16)}
 }
 
 // recvUntil reads until got reaches target or, with nothing arriving, d
