@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/goiflib/goiflib/iflib"
 )
@@ -84,14 +85,17 @@ func TestAttachBadInput(t *testing.T) {
 		assert.ErrorIs(t, err, ErrUMEMTooSmall)
 		require.NoError(t, u.Close(), "a failed Attach must release the UMEM")
 	})
-	t.Run("MTU larger than a frame", func(t *testing.T) {
-		require.NoError(t, rig.Netlink().LinkSetMTU(mustLink(t, rig, p.A), 2000))
+	t.Run("MTU larger than MaxFrags frames", func(t *testing.T) {
+		// 2048-byte frames hold 1792 bytes after the headroom: 16 of them
+		// (multi-buffer) take an MTU up to 28658.
+		require.NoError(t, rig.Netlink().LinkSetMTU(mustLink(t, rig, p.A), 30000))
 		defer func() { require.NoError(t, rig.Netlink().LinkSetMTU(mustLink(t, rig, p.A), 1500)) }()
 		u, err := NewUMEM(UMEMConfig{FrameSize: 2048, Frames: 4096})
 		require.NoError(t, err)
 		defer u.Close()
 		_, err = Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u}, iflib.Attachment{})
 		assert.ErrorIs(t, err, ErrFrameTooBig)
+		assert.Contains(t, err.Error(), "MTU 30000 of "+p.A)
 	})
 	t.Run("zero-copy on veth", func(t *testing.T) {
 		d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), Bind: BindZeroCopy, NRxd: 64, NTxd: 64}, iflib.Attachment{})
@@ -100,6 +104,19 @@ func TestAttachBadInput(t *testing.T) {
 		assert.ErrorIs(t, err, ErrZeroCopy)
 		assertClean(t, rig, p.A)
 		require.NoError(t, d.Context().Detach())
+	})
+	t.Run("queue taken by another socket", func(t *testing.T) {
+		first, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), NRxd: 64, NTxd: 64}, iflib.Attachment{})
+		require.NoError(t, err)
+		require.NoError(t, first.Context().Init())
+		second, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), NRxd: 64, NTxd: 64}, iflib.Attachment{})
+		require.NoError(t, err)
+		err = second.Context().Init()
+		require.ErrorIs(t, err, unix.EBUSY)
+		assert.Contains(t, err.Error(), "bind "+p.A+" queue 0: the queue is already bound by another AF_XDP socket")
+		assert.NotContains(t, err.Error(), "ZEROCOPY", "the busy queue is not the zero-copy attempt's fault")
+		require.NoError(t, second.Context().Detach())
+		require.NoError(t, first.Context().Detach())
 	})
 	t.Run("UMEM busy", func(t *testing.T) {
 		u, err := NewUMEM(UMEMConfig{Frames: 2048})

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
@@ -44,8 +45,19 @@ type Driver struct {
 	bus     *busdma.Device
 	ic      *iflib.Context
 	ifindex int
-	mtu     int
-	mac     net.HardwareAddr
+	mac     net.HardwareAddr // guarded by mu after Attach
+
+	// mtu is the interface MTU the driver works with: read at Attach, set
+	// by MTUSet, followed by the link monitor. frags says the kernel loads
+	// frags-aware XDP programs (multi-buffer); origFlags are the
+	// interface's IFF_PROMISC|IFF_ALLMULTI at Attach, restored at Detach.
+	mtu       atomic.Int64
+	frags     bool
+	origFlags uint32
+	// mtuRefused is set while the interface's MTU, changed behind the
+	// driver's back, is one the driver cannot receive: the link is
+	// reported down until it is fixed.
+	mtuRefused atomic.Bool
 
 	q []*queue
 
@@ -65,17 +77,20 @@ var (
 	_ iflib.TxRx               = (*Driver)(nil)
 	_ iflib.QueueIntrEnabler   = (*Driver)(nil)
 	_ iflib.AdminStatusUpdater = (*Driver)(nil)
+	_ iflib.MTUSetter          = (*Driver)(nil)
+	_ iflib.PromiscSetter      = (*Driver)(nil)
 )
 
 // Shared is the driver's if_shared_ctx for a UMEM frame size: one
-// descriptor ring per queue set and one free list, single-frame packets
-// (TxMaxSize = RxMaxSize = the frame size, one segment).
+// descriptor ring per queue set and one free list; a packet is one frame
+// per segment (TxMaxSegSize = RxMaxSegSize = the frame size), up to
+// MaxFrags frames of multi-buffer (TxMaxSize).
 func Shared(frameSize int) *iflib.SharedCtx {
 	s := &iflib.SharedCtx{
 		DriverName:    "afxdp",
-		DriverVersion: "1.0.0",
+		DriverVersion: "1.1.0",
 		QAlign:        64,
-		TxMaxSize:     frameSize,
+		TxMaxSize:     min(MaxFrags*frameSize, maxPacket),
 		TxMaxSegSize:  frameSize,
 		RxMaxSize:     frameSize,
 		RxMaxSegSize:  frameSize,
@@ -116,6 +131,9 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 		d.nl, err = netlink.NewHandle()
 	}
 	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("%w: netlink in network namespace %q: %w", ErrUnavailable, cfg.NetNS, err)
+		}
 		return nil, fmt.Errorf("afxdp: netlink: %w", err)
 	}
 	l, err := d.nl.LinkByName(cfg.Interface)
@@ -127,7 +145,12 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 		return nil, fmt.Errorf("afxdp: look up %q: %w", cfg.Interface, err)
 	}
 	at := l.Attrs()
-	d.ifindex, d.mtu, d.mac = at.Index, at.MTU, slices.Clone(at.HardwareAddr)
+	d.ifindex, d.mac = at.Index, slices.Clone(at.HardwareAddr)
+	d.mtu.Store(int64(at.MTU))
+	d.origFlags = at.RawFlags & (unix.IFF_PROMISC | unix.IFF_ALLMULTI)
+	if d.frags, err = xdpFragsSupported(); err != nil {
+		return nil, err
+	}
 	if err := d.resolveQueues(at); err != nil {
 		return nil, err
 	}
@@ -150,9 +173,8 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 		return nil, err
 	}
 	fs := d.umem.FrameSize()
-	if need := d.mtu + ethHdrLen; need > fs-PacketHeadroom {
-		return nil, fmt.Errorf("%w: MTU %d of %s needs %d bytes, a %d-byte frame holds %d after XDP_PACKET_HEADROOM (multi-buffer receive is not supported)",
-			ErrFrameTooBig, d.mtu, cfg.Interface, need, fs, fs-PacketHeadroom)
+	if err := d.checkMTU(at.MTU); err != nil {
+		return nil, err
 	}
 	if d.bus, err = busdma.NewDevice(d.umem.Space(), busdma.DeviceConfig{Name: cfg.Interface, Checker: cfg.Checker}); err != nil {
 		return nil, err
@@ -311,7 +333,8 @@ func (d *Driver) HardwareAddr() net.HardwareAddr { return slices.Clone(d.mac) }
 // XDP_ZEROCOPY.
 func (d *Driver) ZeroCopy() bool { return d.zc.Load() }
 
-// AttachPre is IFDI_ATTACH_PRE: fill the softc context.
+// AttachPre is IFDI_ATTACH_PRE: fill the softc context, report the
+// interface's MAC address (iflib_set_mac) and its media.
 func (d *Driver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 	n := len(d.q)
 	sc.NTxQSetsMax, sc.NRxQSetsMax = n, n
@@ -319,9 +342,25 @@ func (d *Driver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 	sc.TxQSizes[0] = sc.NTxd[0] * sc.TxdSize[0]
 	sc.RxQSizes[0] = sc.NRxd[0] * sc.RxdSize[0]
 	sc.TxNSegments = 1
+	if d.frags {
+		sc.TxNSegments = MaxFrags // multi-buffer TX: one descriptor per frame
+	}
 	sc.RxdBufSize[0] = d.umem.FrameSize()
-	sc.MaxFrameSize = d.mtu + ethHdrLen + ethCRCLen
+	sc.MaxFrameSize = int(d.mtu.Load()) + ethHdrLen + ethCRCLen
+	sc.Capabilities = iflib.CapLinkState
+	if d.frags {
+		sc.Capabilities |= iflib.CapJumboMTU
+	}
+	sc.CapEnable = sc.Capabilities
 	sc.TxRx = d
+	if len(d.mac) == 6 {
+		if a := iflib.EtherAddr(d.mac); !a.IsZero() && !a.IsMulticast() {
+			if err := ic.SetMAC(a); err != nil {
+				return err
+			}
+		}
+	}
+	d.addMedia(ic)
 	return nil
 }
 
@@ -355,11 +394,15 @@ func (d *Driver) Init(ic *iflib.Context) (err error) {
 			d.teardown()
 		}
 	}()
+	if err = d.program(ic); err != nil {
+		return err
+	}
+	sg := d.needsMultiBuffer(ic.MTU())
 	maxq := 0
 	for _, q := range d.q {
 		maxq = max(maxq, q.qid+1)
 	}
-	if d.prog, err = loadRedirect(maxq); err != nil {
+	if d.prog, err = loadRedirect(maxq, d.frags); err != nil {
 		return err
 	}
 	zc := true
@@ -371,7 +414,7 @@ func (d *Driver) Init(ic *iflib.Context) (err error) {
 				return err
 			}
 			q.s = s
-			if err := s.bind(d.ifindex, q.qid, d.cfg.Bind, d.cfg.Logf); err != nil {
+			if err := s.bind(d.cfg.Interface, d.ifindex, q.qid, d.cfg.Bind, sg, d.cfg.Logf); err != nil {
 				return err
 			}
 			zc = zc && s.zeroCopy
@@ -379,7 +422,7 @@ func (d *Driver) Init(ic *iflib.Context) (err error) {
 				return err
 			}
 		}
-		return d.prog.attach(d.ifindex, d.cfg.XDPMode)
+		return d.prog.attach(d.cfg.Interface, d.ifindex, d.cfg.XDPMode, d.frags)
 	})
 	d.mu.Unlock()
 	if err != nil {
@@ -433,11 +476,15 @@ func (d *Driver) Stop(ic *iflib.Context) {
 	ic.LinkStateChange(iflib.LinkStateDown, 0)
 }
 
-// Detach is IFDI_DETACH: release what Attach took. A busdma map still
-// loaded on the bus device is reported (busdma.ErrLeak).
+// Detach is IFDI_DETACH: release what Attach took and give the
+// interface back its promiscuous and all-multicast flags as Attach found
+// them (its MTU and MAC address stay as the driver last set them, as `ip
+// link set` leaves them). A busdma map still loaded on the bus device is
+// reported (busdma.ErrLeak).
 func (d *Driver) Detach(ic *iflib.Context) error {
 	d.teardown()
-	return d.releaseAttach()
+	err := d.restoreFlags()
+	return errors.Join(err, d.releaseAttach())
 }
 
 // IntrEnable is IFDI_INTR_ENABLE.

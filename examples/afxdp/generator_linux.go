@@ -40,7 +40,7 @@ func startGenerator(ns netNS, ifindex int, frame []byte) (*generator, error) {
 		if g.s, err = newSocket(u, ringSizes{fill: 64, comp: genFrames, tx: genFrames}); err != nil {
 			return err
 		}
-		return g.s.bind(ifindex, 0, BindCopy, nil)
+		return g.s.bind(ifName(ifindex), ifindex, 0, BindCopy, false, nil)
 	})
 	if err != nil {
 		if g.s != nil {

@@ -58,7 +58,7 @@ func startHand(ns netNS, inIdx, outIdx int, mode XDPMode, nrxd, ntxd, burst int,
 			_ = h.close()
 		}
 	}()
-	if h.prog, err = loadRedirect(1); err != nil {
+	if h.prog, err = loadRedirect(1, false); err != nil {
 		return nil, err
 	}
 	rx, tx := uint32(nrxd), uint32(ntxd)
@@ -68,19 +68,19 @@ func startHand(ns netNS, inIdx, outIdx int, mode XDPMode, nrxd, ntxd, burst int,
 		if h.in, err = newSocket(u, ringSizes{fill: 2 * rx, comp: MinRingSize, rx: rx}); err != nil {
 			return err
 		}
-		if err := h.in.bind(inIdx, 0, BindCopy, nil); err != nil {
+		if err := h.in.bind(ifName(inIdx), inIdx, 0, BindCopy, false, nil); err != nil {
 			return err
 		}
 		if h.out, err = newSocket(u, ringSizes{fill: MinRingSize, comp: tx, tx: 2 * tx}); err != nil {
 			return err
 		}
-		if err := h.out.bind(outIdx, 0, BindCopy, nil); err != nil {
+		if err := h.out.bind(ifName(outIdx), outIdx, 0, BindCopy, false, nil); err != nil {
 			return err
 		}
 		if err := h.prog.set(0, h.in.fd); err != nil {
 			return err
 		}
-		return h.prog.attach(inIdx, mode)
+		return h.prog.attach(ifName(inIdx), inIdx, mode, false)
 	})
 	if err != nil {
 		return nil, err

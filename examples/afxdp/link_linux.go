@@ -51,6 +51,9 @@ func startLinkMonitor(d *Driver) (*linkMonitor, error) {
 		// netlink closes ch when its socket is closed (after done).
 		for u := range ch {
 			if a := u.Attrs(); a != nil && a.Index == d.ifindex {
+				if a.MTU > 0 && int64(a.MTU) != d.mtu.Load() {
+					d.mtuChanged(a.MTU)
+				}
 				d.reportLink(a)
 			}
 		}
@@ -66,9 +69,13 @@ func (m *linkMonitor) stop() {
 
 // reportLink is iflib_link_state_change with the interface's state and,
 // while it is up, its speed (ETHTOOL_GSET, Mb/s; veth says 10000) as the
-// baudrate in bit/s.
+// baudrate in bit/s. While the interface's MTU is one the driver cannot
+// receive (mtuChanged) the link is down.
 func (d *Driver) reportLink(a *netlink.LinkAttrs) {
 	st := linkState(a)
+	if d.mtuRefused.Load() {
+		st = iflib.LinkStateDown
+	}
 	var bps uint64
 	if st == iflib.LinkStateUp {
 		_ = d.ns.do(func() error {

@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 
 	"github.com/vishvananda/netns"
@@ -59,4 +60,13 @@ func (n *netNS) close() {
 		_ = n.h.Close()
 	}
 	n.h = netns.None()
+}
+
+// ifName is the name of interface ifindex in the calling thread's
+// namespace, for messages ("ifindex N" if it has none).
+func ifName(ifindex int) string {
+	if ifi, err := net.InterfaceByIndex(ifindex); err == nil {
+		return ifi.Name
+	}
+	return fmt.Sprintf("ifindex %d", ifindex)
 }

@@ -50,6 +50,7 @@ type xsk struct {
 	tx       ring // XDP_TX_RING: we produce frames to send
 	zeroCopy bool
 	wakeup   bool // bound with XDP_USE_NEED_WAKEUP
+	sg       bool // bound with XDP_USE_SG (multi-buffer)
 }
 
 // Implementation constants of the bind.
@@ -153,17 +154,25 @@ func (s *xsk) setup(u *UMEM, sz ringSizes) error {
 	return nil
 }
 
-// bind binds the socket to (ifindex, queue). mode decides copy or
-// zero-copy; logf reports a zero-copy fallback. EBUSY (the queue's previous
-// socket still being released) is retried for up to bindBusyWait.
-func (s *xsk) bind(ifindex, queue int, mode BindMode, logf func(string, ...any)) error {
+// bind binds the socket to queue of interface ifname (index ifindex).
+// mode decides copy or zero-copy; sg asks for multi-buffer frames
+// (XDP_USE_SG: a frame spans several chunks, chained by XDP_PKT_CONTD);
+// logf reports a zero-copy fallback. EBUSY (the queue's previous socket
+// still being released, or another socket holding it) is retried for up
+// to bindBusyWait.
+func (s *xsk) bind(ifname string, ifindex, queue int, mode BindMode, sg bool, logf func(string, ...any)) error {
+	extra := uint16(unix.XDP_USE_NEED_WAKEUP)
+	if sg {
+		extra |= unix.XDP_USE_SG
+	}
 	try := func(flags uint16) error {
-		sa := &unix.SockaddrXDP{Flags: flags | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(queue)}
+		sa := &unix.SockaddrXDP{Flags: flags | extra, Ifindex: uint32(ifindex), QueueID: uint32(queue)}
 		deadline := time.Now().Add(bindBusyWait)
 		for {
 			err := unix.Bind(s.fd, sa)
 			if err == nil {
 				s.wakeup = true
+				s.sg = sg
 				return nil
 			}
 			if errors.Is(err, unix.EBUSY) && time.Now().Before(deadline) {
@@ -173,18 +182,23 @@ func (s *xsk) bind(ifindex, queue int, mode BindMode, logf func(string, ...any))
 			return err
 		}
 	}
+	b := bindTarget{ifname: ifname, queue: queue, sg: sg}
 	switch mode {
 	case BindCopy:
 		if err := try(unix.XDP_COPY); err != nil {
-			return bindErr(err, ifindex, queue, "XDP_COPY")
+			return b.err(err, "XDP_COPY")
 		}
 		return nil
 	case BindZeroCopy:
 		if err := try(unix.XDP_ZEROCOPY); err != nil {
 			if errors.Is(err, unix.EOPNOTSUPP) {
-				return fmt.Errorf("%w: bind ifindex %d queue %d with XDP_ZEROCOPY: %w", ErrZeroCopy, ifindex, queue, err)
+				what := "XDP_ZEROCOPY"
+				if sg {
+					what = "XDP_ZEROCOPY|XDP_USE_SG (zero-copy multi-buffer)"
+				}
+				return fmt.Errorf("%w: bind %s queue %d with %s: %w", ErrZeroCopy, ifname, queue, what, err)
 			}
-			return bindErr(err, ifindex, queue, "XDP_ZEROCOPY")
+			return b.err(err, "XDP_ZEROCOPY")
 		}
 		s.zeroCopy = true
 		return nil
@@ -195,22 +209,42 @@ func (s *xsk) bind(ifindex, queue int, mode BindMode, logf func(string, ...any))
 		return nil
 	}
 	if !errors.Is(err, unix.EOPNOTSUPP) {
-		return bindErr(err, ifindex, queue, "XDP_ZEROCOPY")
+		// Not the zero-copy attempt's fault (EBUSY: the queue is taken
+		// whatever the mode): name no mode.
+		return b.err(err, "")
 	}
 	if logf != nil {
-		logf("afxdp: ifindex %d queue %d: XDP_ZEROCOPY not supported by the driver (EOPNOTSUPP); using XDP_COPY", ifindex, queue)
+		logf("afxdp: %s queue %d: XDP_ZEROCOPY not supported by the driver (EOPNOTSUPP); using XDP_COPY", ifname, queue)
 	}
 	if err := try(unix.XDP_COPY); err != nil {
-		return bindErr(err, ifindex, queue, "XDP_COPY")
+		return b.err(err, "XDP_COPY")
 	}
 	return nil
 }
 
-func bindErr(err error, ifindex, queue int, how string) error {
-	if errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%w: bind ifindex %d queue %d (%s): %w", ErrQueueID, ifindex, queue, how, err)
+// bindTarget names a bind in its errors.
+type bindTarget struct {
+	ifname string
+	queue  int
+	sg     bool
+}
+
+func (b bindTarget) err(err error, how string) error {
+	what := fmt.Sprintf("bind %s queue %d", b.ifname, b.queue)
+	if how != "" {
+		what += " (" + how + ")"
 	}
-	return fmt.Errorf("afxdp: bind ifindex %d queue %d (%s): %w", ifindex, queue, how, err)
+	switch {
+	case errors.Is(err, unix.EBUSY):
+		return fmt.Errorf("afxdp: %s: the queue is already bound by another AF_XDP socket (still busy after %v): %w", what, bindBusyWait, err)
+	case errors.Is(err, unix.EINVAL) && b.sg:
+		return fmt.Errorf("%w: %s with XDP_USE_SG: the kernel refused AF_XDP multi-buffer (Linux 6.6+), needed for frames larger than one UMEM frame: %w", ErrFrameTooBig, what, err)
+	case errors.Is(err, unix.EINVAL):
+		return fmt.Errorf("%w: %s: %w", ErrQueueID, what, err)
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
+	}
+	return fmt.Errorf("afxdp: %s: %w", what, err)
 }
 
 // kickTx is the TX doorbell (sendto with MSG_DONTWAIT). EAGAIN (the copy

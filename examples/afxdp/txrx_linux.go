@@ -23,33 +23,48 @@ var errSegCrossesFrame = errors.New("afxdp: TX segment crosses a UMEM frame boun
 // errNotBound is TxdEncap on a stopped queue (iflib never does it).
 var errNotBound = errors.New("afxdp: queue has no socket")
 
-// TxdEncap is ift_txd_encap: one xdp_desc per packet, written straight
-// into the kernel's TX ring; published by TxdFlush.
+// TxdEncap is ift_txd_encap: one xdp_desc per segment (a segment is
+// one UMEM frame's data), written straight into the kernel's TX ring;
+// published by TxdFlush. A packet of several segments needs a socket
+// bound for multi-buffer (XDP_USE_SG): every descriptor but the last
+// carries XDP_PKT_CONTD. Without it a packet larger than one frame is
+// refused (iflib.ErrTooBig); a smaller one in several segments, or one
+// of more than MaxFrags, gets EFBIG and iflib defragments it.
 func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 	q := d.q[pi.QSIdx]
 	s := q.s
 	if s == nil {
 		return errNotBound
 	}
-	if pi.NSegs != 1 {
-		return iflib.ErrEncapTooBig // one descriptor per packet: iflib defrags
+	n := pi.NSegs
+	if n > 1 && !s.sg && pi.Len > d.umem.frameSize {
+		return iflib.ErrTooBig // no multi-buffer: one frame is the most
 	}
-	seg := pi.Segs[0]
-	off := uint64(seg.Addr)
+	if n < 1 || n > 1 && (!s.sg || n > MaxFrags) {
+		return iflib.ErrEncapTooBig
+	}
 	fm := uint64(d.umem.frameSize - 1)
-	if seg.Len <= 0 || (off&fm)+uint64(seg.Len) > fm+1 || off+uint64(seg.Len) > uint64(len(d.umem.mem)) {
-		return errSegCrossesFrame
+	for _, seg := range pi.Segs[:n] {
+		off := uint64(seg.Addr)
+		if seg.Len <= 0 || (off&fm)+uint64(seg.Len) > fm+1 || off+uint64(seg.Len) > uint64(len(d.umem.mem)) {
+			return errSegCrossesFrame
+		}
 	}
-	if s.tx.free(1) == 0 {
+	if s.tx.free(uint32(n)) < uint32(n) {
 		// Cannot happen while the TX ring is twice ntxd (see Driver); if it
 		// did, dropping is safer than overwriting.
 		q.st.txRingFull.Add(1)
 		return iflib.ErrNoBufs
 	}
-	desc := s.tx.desc(s.tx.cachedProd)
-	desc.Addr, desc.Len, desc.Options = off, uint32(seg.Len), 0
-	s.tx.cachedProd++
-	pi.NewPIdx = (pi.PIdx + 1) & (q.ntxd - 1)
+	for i, seg := range pi.Segs[:n] {
+		desc := s.tx.desc(s.tx.cachedProd)
+		desc.Addr, desc.Len, desc.Options = uint64(seg.Addr), uint32(seg.Len), 0
+		if i < n-1 {
+			desc.Options = unix.XDP_PKT_CONTD
+		}
+		s.tx.cachedProd++
+	}
+	pi.NewPIdx = (pi.PIdx + n) & (q.ntxd - 1)
 	return nil
 }
 
@@ -126,22 +141,42 @@ func (d *Driver) TxdCreditsUpdate(qid int, clear bool) int {
 	return int(n)
 }
 
-// RxdAvailable is ift_rxd_available: RX-ring entries ready, to about
-// budget (each is one packet: no multi-buffer receive). When it finds none
-// it gives the consumed slots back to the kernel.
+// RxdAvailable is ift_rxd_available: packets ready in the RX ring, to
+// about budget. Without multi-buffer each entry is a packet; with it a
+// packet is the entries up to one without XDP_PKT_CONTD (the kernel
+// publishes whole packets). When it finds none it gives the consumed
+// slots back to the kernel.
 func (d *Driver) RxdAvailable(qid int, cidx int, budget int) int {
 	s := d.q[qid].s
 	if s == nil {
 		return 0
 	}
-	n := s.rx.cachedProd - s.rx.cachedCons
-	if int(n) < budget {
-		n = s.rx.peekAvail()
+	r := &s.rx
+	if !s.sg {
+		n := r.cachedProd - r.cachedCons
+		if int(n) < budget {
+			n = r.peekAvail()
+		}
+		if n == 0 {
+			r.release()
+		}
+		return min(int(n), budget)
 	}
-	if n == 0 {
-		s.rx.release()
+	pkts, i := 0, r.cachedCons
+	for pass := 0; pass < 2 && pkts < budget; pass++ {
+		if pass == 1 {
+			r.peekAvail()
+		}
+		for ; i != r.cachedProd && pkts < budget; i++ {
+			if r.desc(i).Options&unix.XDP_PKT_CONTD == 0 {
+				pkts++
+			}
+		}
 	}
-	return min(int(n), budget)
+	if pkts == 0 && i == r.cachedCons {
+		r.release()
+	}
+	return pkts
 }
 
 // RxdPktGet is ift_rxd_pkt_get: the frame at the RX ring's consumer. Its
@@ -149,32 +184,56 @@ func (d *Driver) RxdAvailable(qid int, cidx int, budget int) int {
 // starts XDP_PACKET_HEADROOM (in general: offset mod frame size) into the
 // cluster, which iflib takes as iri_pad (irf_len is the frame alone,
 // iri_len = pad + frame, as in FreeBSD).
+//
+// A multi-buffer frame (a socket bound with XDP_USE_SG) is one fragment
+// per descriptor up to the one without XDP_PKT_CONTD; each fragment's data
+// starts at its own offset in its chunk (XDP_PACKET_HEADROOM in copy
+// mode), the first one's as iri_pad, the others' as RxdFrag.Off.
 func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 	q := d.q[ri.QSIdx]
 	s := q.s
 	if s == nil {
 		return errNotBound
 	}
-	desc := s.rx.desc(s.rx.cachedCons)
-	addr, n, opts := desc.Addr, int(desc.Len), desc.Options
-	s.rx.cachedCons++
-	frame := addr >> d.umem.frameShift
-	pad := int(addr & uint64(d.umem.frameSize-1))
-	if frame >= uint64(len(q.slotOf)) || q.slotOf[frame] < 0 || pad+n > d.umem.frameSize || n == 0 || opts&unix.XDP_PKT_CONTD != 0 {
-		q.st.badDescs.Add(1)
-		return errBadDesc
+	total := 0
+	for nf := 0; ; nf++ {
+		if s.rx.cachedCons == s.rx.cachedProd || nf == len(ri.Frags) || nf == MaxFrags+1 {
+			// A packet that does not end (RxdAvailable counted only whole
+			// ones) or has more fragments than a frame can.
+			q.st.badDescs.Add(1)
+			return errBadDesc
+		}
+		desc := s.rx.desc(s.rx.cachedCons)
+		addr, n, opts := desc.Addr, int(desc.Len), desc.Options
+		s.rx.cachedCons++
+		frame := addr >> d.umem.frameShift
+		off := int(addr & uint64(d.umem.frameSize-1))
+		more := opts&unix.XDP_PKT_CONTD != 0
+		if frame >= uint64(len(q.slotOf)) || q.slotOf[frame] < 0 || off+n > d.umem.frameSize || n == 0 || more && !s.sg {
+			q.st.badDescs.Add(1)
+			return errBadDesc
+		}
+		slot := q.slotOf[frame]
+		q.slotOf[frame] = -1
+		if d.bus.Checker() != nil {
+			// Mirror the kernel's write into busdma: it must land in a
+			// current mapping of this device (the slot's, by its ifsd_ba).
+			_ = d.bus.Write(busdma.BusAddr(addr), d.umem.mem[addr:addr+uint64(n)])
+		}
+		f := iflib.RxdFrag{FLID: 0, Idx: uint16(slot), Len: uint16(n)}
+		if nf == 0 {
+			ri.Pad = off
+		} else {
+			f.Off = uint32(off)
+		}
+		ri.Frags[nf] = f
+		total += n
+		if !more {
+			ri.NFrags = nf + 1
+			break
+		}
 	}
-	slot := q.slotOf[frame]
-	q.slotOf[frame] = -1
-	if d.bus.Checker() != nil {
-		// Mirror the kernel's write into busdma: it must land in a current
-		// mapping of this device (the slot's, by its ifsd_ba).
-		_ = d.bus.Write(busdma.BusAddr(addr), d.umem.mem[addr:addr+uint64(n)])
-	}
-	ri.Frags[0] = iflib.RxdFrag{FLID: 0, Idx: uint16(slot), Len: uint16(n)}
-	ri.NFrags = 1
-	ri.Len = pad + n
-	ri.Pad = pad
+	ri.Len = ri.Pad + total
 	// Forwarded packets keep their queue: the TX queue is chosen by flow id.
 	ri.FlowID, ri.RSSType = uint32(ri.QSIdx), iflib.HashOpaque
 	return nil
