@@ -56,10 +56,50 @@
 // carry whatever checksums the program wrote: complete ones (a stack,
 // a forwarder of completed frames).
 //
-// Limits: receive is single-buffer (the MTU must fit in one frame after
-// XDP_PACKET_HEADROOM; iflib's if_rxd_frag has no per-fragment offset, and
-// every AF_XDP multi-buffer fragment starts 256 bytes into its frame), and
-// transmit is one frame per packet (larger packets are refused by iflib
-// with ErrTooBig). Everything needs Linux and root; Available says why it
-// cannot run elsewhere.
+// The control plane maps onto the real interface through netlink: the
+// MTU (IFDI_MTU_SET: checked against what the UMEM frames receive, then
+// set on the interface; the kernel's own refusal is reported with its
+// reason), the MAC address (read at Attach, iflib_set_mac; IFDI_INIT
+// programs Context.MAC), IFF_PROMISC and IFF_ALLMULTI (IFDI_PROMISC_SET;
+// Detach restores the flags Attach found), and the link: RTM_NEWLINK
+// notifications report its state and, from ETHTOOL_GSET, its speed
+// (iflib_link_state_change, so Context.SubscribeLink sees them). An MTU
+// set on the interface behind the driver's back is noticed there too: one
+// the driver can receive is followed (Context.SetMTU), one it cannot
+// takes the link down with a notice through Config.Logf until it is set
+// back, instead of the kernel dropping every larger frame silently.
+//
+// Jumbo frames use XDP multi-buffer: the redirect program is loaded
+// frags-aware (BPF_F_XDP_HAS_FRAGS) wherever the kernel takes it, and when
+// the MTU does not fit one UMEM frame after XDP_PACKET_HEADROOM the
+// sockets bind with XDP_USE_SG: a frame spans up to MaxFrags chunks, each
+// descriptor but the last flagged XDP_PKT_CONTD, each fragment's data at
+// its own offset in its chunk (iflib.RxdFrag.Off); a packet chain is sent
+// as one descriptor per cluster. MTU 9000 with 4096-byte frames takes
+// three. A kernel without multi-buffer support (before Linux 5.18 for the
+// program, 6.6 for AF_XDP's XDP_USE_SG) gets a clear ErrFrameTooBig.
+//
+// Queues: by default every RX queue the interface uses is bound (one
+// iflib queue pair and AF_XDP socket each), because the kernel steers each
+// frame to a queue and the redirect program passes frames of a queue
+// without a socket to the kernel's stack, past the driver. Attach refuses
+// a QueueIDs list that leaves one out (ErrUnboundQueues) unless
+// Config.PartialQueues says so.
+//
+// Ring sizes and overload: a forwarder of TCP traffic needs deep RX rings.
+// TCP's window queues in the forwarder's RX ring whenever the forwarder is
+// the bottleneck, and AF_XDP has no back-pressure path to the sender (a
+// kernel bridge has the qdisc). What does not fit is dropped by the
+// kernel and shows in Stats.RxFillRingEmpty (and RxDropped): iflib posts
+// at most nrxd−1 frames to the fill ring and the RX ring has nrxd slots,
+// so RxRingFull cannot move under an iflib driver. DefaultNRxd is 4096
+// for that reason; a latency-bound program may want less.
+//
+// Limits: the interface is followed by index (a deleted and recreated
+// interface of the same name is not picked up); partial checksums are
+// completed only in single-buffer frames; the multicast list
+// (IFDI_MULTI_SET) and VLAN filters are not programmed (a veth passes
+// everything; AF_XDP sees frames before any of them). Available says why
+// the driver cannot run here: it checks capabilities (CAP_NET_ADMIN,
+// CAP_NET_RAW, CAP_BPF or CAP_SYS_ADMIN), not root.
 package afxdp

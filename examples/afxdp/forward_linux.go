@@ -20,9 +20,9 @@ type ForwardOptions struct {
 	// FrameLen is the generated frame's length (default 64, the minimum
 	// Ethernet frame with its FCS; veth carries no FCS).
 	FrameLen int
-	// NRxd and NTxd are the forwarders' ring sizes (default DefaultNRxd,
-	// DefaultNTxd); both forwarders size their four rings alike (see
-	// Driver).
+	// NRxd and NTxd are the forwarders' ring sizes (default
+	// ForwardNRxd, DefaultNTxd); both forwarders size their four rings
+	// alike (see Driver).
 	NRxd, NTxd int
 	// Burst is the most frames either forwarder takes from the RX ring in
 	// one pass: iflib's rx_budget (it overrides Iflib.RxBudget) and the
@@ -98,7 +98,7 @@ func (o *ForwardOptions) resolve() error {
 		o.FrameLen = 64
 	}
 	if o.NRxd == 0 {
-		o.NRxd = DefaultNRxd
+		o.NRxd = ForwardNRxd
 	}
 	if o.NTxd == 0 {
 		o.NTxd = DefaultNTxd
@@ -125,6 +125,11 @@ func (o *ForwardOptions) resolve() error {
 // redirects up to 64 frames to the socket).
 const DefaultBurst = 64
 
+// ForwardNRxd is RunForward's default RX ring size: 1024, the size its
+// published figures were measured with (a generator of fixed frames, not
+// TCP, needs no deeper ring; DefaultNRxd is 4096).
+const ForwardNRxd = 1024
+
 // RunForward measures forwarding on this machine: in a private network
 // namespace, a generator sends frames into veth pair 0; a forwarder
 // receives them on pair 0 with AF_XDP and transmits them on pair 1, whose
@@ -138,7 +143,7 @@ func RunForward(ctx context.Context, opts ForwardOptions) ([]Result, error) {
 	if err := opts.resolve(); err != nil {
 		return nil, err
 	}
-	if err := Available(); err != nil {
+	if err := RigAvailable(); err != nil {
 		return nil, err
 	}
 	fx, err := newFwdFixture(opts.FrameLen)
@@ -212,11 +217,15 @@ type FwdCounts struct {
 	// has none.
 	Wakeups uint64
 	// RxRingFull are frames the kernel dropped because the forwarder's RX
-	// ring was full (XDP_STATISTICS rx_ring_full): the forwarder, not the
-	// generator, was the bottleneck.
+	// ring was full (XDP_STATISTICS rx_ring_full). Only the hand loop can
+	// show it: iflib posts at most nrxd−1 frames to the fill ring and the
+	// RX ring has nrxd slots, so an iflib forwarder's overload appears as
+	// FillRingEmpty.
 	RxRingFull uint64
 	// FillRingEmpty are the times the kernel found no frame to receive
-	// into (rx_fill_ring_empty_descs): frames not given back in time.
+	// into (rx_fill_ring_empty_descs): frames not given back in time, the
+	// forwarder (not the generator) being the bottleneck; each is a frame
+	// dropped (counted in RxDropped too).
 	FillRingEmpty uint64
 }
 

@@ -6,11 +6,18 @@ import "golang.org/x/sys/unix"
 // XDP_STATISTICS of each socket (kept across Stop) and the driver's own.
 type Stats struct {
 	// XDP_STATISTICS (struct xdp_statistics).
-	RxDropped       uint64 // rx_dropped: frames the kernel dropped (no fill-ring frame, too long)
-	RxInvalidDescs  uint64 // rx_invalid_descs: invalid fill-ring entries
-	TxInvalidDescs  uint64 // tx_invalid_descs: invalid TX descriptors (dropped without completion)
-	RxRingFull      uint64 // rx_ring_full: frames dropped because the RX ring was full
-	RxFillRingEmpty uint64 // rx_fill_ring_empty_descs: times the fill ring was found empty
+	RxDropped      uint64 // rx_dropped: frames the kernel dropped (no fill-ring frame, too long)
+	RxInvalidDescs uint64 // rx_invalid_descs: invalid fill-ring entries
+	TxInvalidDescs uint64 // tx_invalid_descs: invalid TX descriptors (dropped without completion)
+	// RxRingFull is rx_ring_full: frames dropped because the RX ring was
+	// full. It stays 0 under iflib, which posts at most nrxd−1 frames to
+	// the fill ring of an RX ring of nrxd slots.
+	RxRingFull uint64
+	// RxFillRingEmpty is rx_fill_ring_empty_descs: times the fill ring was
+	// found empty, each a frame dropped. This is the driver's overload
+	// counter: frames arrived faster than iflib's RX task gave buffers
+	// back (a deeper NRxd absorbs bursts; see the package doc).
+	RxFillRingEmpty uint64
 	TxRingEmpty     uint64 // tx_ring_empty_descs: kicks that found the TX ring empty
 
 	// The driver's.

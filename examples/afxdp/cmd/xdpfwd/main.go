@@ -24,7 +24,7 @@ import (
 func main() {
 	dur := flag.Duration("dur", 3*time.Second, "measuring window per forwarder and mode")
 	modes := flag.String("modes", "native,generic", "XDP modes: native, generic")
-	nrxd := flag.Int("nrxd", afxdp.DefaultNRxd, "RX descriptors per queue")
+	nrxd := flag.Int("nrxd", afxdp.ForwardNRxd, "RX descriptors per queue")
 	ntxd := flag.Int("ntxd", afxdp.DefaultNTxd, "TX descriptors per queue")
 	flen := flag.Int("len", 64, "frame length")
 	burst := flag.Int("burst", afxdp.DefaultBurst, "frames per RX pass of every forwarder (iflib's rx_budget, the hand loop's burst)")
