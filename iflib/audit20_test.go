@@ -14,9 +14,13 @@ import (
 // Issue 20's lifecycle class (docs/edges.md): the IFDI and if_txrx methods
 // TestLifecycleFromIFDIDuringRegister and FuzzModel do not hook — the
 // interrupt enables, IFDI_DETACH, IFDI_QUEUES_FREE, IFDI_GET_COUNTER, the
-// queue allocations and every if_txrx method — each call Init, Stop,
-// Detach or the readers once, with the *Context the driver kept from
-// AttachPre. Every call returns a documented result without a panic or a
+// queue allocations, every if_txrx method and the control methods
+// (IFDI_MTU_SET, IFDI_PROMISC_SET, IFDI_MULTI_SET, IFDI_VLAN_REGISTER and
+// _UNREGISTER, IFDI_NEEDS_RESTART, IFDI_MEDIA_STATUS, IFDI_MEDIA_CHANGE,
+// reached through the control calls) — each call Init, Stop,
+// Detach, the readers or two control calls (SetMAC, which reinitialises a
+// running interface, and AddMulti) once, with the *Context the driver kept
+// from AttachPre. Every call returns a documented result without a panic or a
 // hang, and the context still detaches cleanly: every packet back, no map
 // loaded, nothing reported by the busdma checker.
 
@@ -62,7 +66,41 @@ func (d *auditDev) TxQueueIntrEnable(*iflib.Context, int) error {
 	return nil
 }
 
+func (d *auditDev) MTUSet(_ *iflib.Context, mtu int) (int, error) {
+	d.hook("MTUSet")
+	return mtu + 18, nil
+}
+func (d *auditDev) PromiscSet(*iflib.Context, iflib.IfFlags) error {
+	d.hook("PromiscSet")
+	return nil
+}
+func (d *auditDev) MultiSet(*iflib.Context) error {
+	d.hook("MultiSet")
+	return nil
+}
+func (d *auditDev) VLANRegister(*iflib.Context, uint16)   { d.hook("VLANRegister") }
+func (d *auditDev) VLANUnregister(*iflib.Context, uint16) { d.hook("VLANUnregister") }
+func (d *auditDev) NeedsRestart(*iflib.Context, iflib.RestartEvent) bool {
+	d.hook("NeedsRestart")
+	return true
+}
+func (d *auditDev) MediaStatus(ic *iflib.Context) iflib.MediaStatus {
+	d.hook("MediaStatus")
+	return iflib.MediaStatus{Valid: true, Current: iflib.MediaAuto}
+}
+func (d *auditDev) MediaChange(*iflib.Context) error {
+	d.hook("MediaChange")
+	return nil
+}
+
 var (
+	_ iflib.MTUSetter        = (*auditDev)(nil)
+	_ iflib.PromiscSetter    = (*auditDev)(nil)
+	_ iflib.MultiSetter      = (*auditDev)(nil)
+	_ iflib.VLANRegisterer   = (*auditDev)(nil)
+	_ iflib.RestartNeeder    = (*auditDev)(nil)
+	_ iflib.MediaStatuser    = (*auditDev)(nil)
+	_ iflib.MediaChanger     = (*auditDev)(nil)
 	_ iflib.QueuesFreer      = (*auditDev)(nil)
 	_ iflib.CounterGetter    = (*auditDev)(nil)
 	_ iflib.QueueIntrEnabler = (*auditDev)(nil)
@@ -103,10 +141,18 @@ func (x *auditTxRx) RxdFlush(qid, flid, pidx int) {
 func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 	points := []string{"TxQueuesAlloc", "RxQueuesAlloc", "IntrEnable", "IntrDisable", "Detach", "QueuesFree",
 		"GetCounter", "RxQueueIntrEnable", "TxQueueIntrEnable", "TxdEncap", "TxdFlush", "TxdCreditsUpdate",
-		"RxdAvailable", "RxdPktGet", "RxdRefill", "RxdFlush"}
+		"RxdAvailable", "RxdPktGet", "RxdRefill", "RxdFlush",
+		"MTUSet", "PromiscSet", "MultiSet", "VLANRegister", "VLANUnregister", "NeedsRestart", "MediaStatus", "MediaChange"}
 	lifecycleErrs := []error{iflib.ErrDeferred, iflib.ErrDetached, iflib.ErrRegistering, iflib.ErrBusy}
+	ctlErrs := []error{iflib.ErrReentrant, iflib.ErrDetached, iflib.ErrNotSupported, iflib.ErrConfig, iflib.ErrBusy}
 	for _, point := range points {
-		for _, action := range []string{"init", "stop", "detach", "reads"} {
+		for _, action := range []string{"init", "stop", "detach", "reads", "ctl"} {
+			if action == "ctl" && (point == "TxdEncap" || point == "TxdFlush") {
+				// Not here: on a sender's goroutine a reinitialising control
+				// call waits for the caller itself and leaves the interface
+				// stopped with ErrBusy (docs/edges.md, Findings).
+				continue
+			}
 			t.Run(point+"/"+action, func(t *testing.T) {
 				var (
 					mu    sync.Mutex
@@ -131,6 +177,12 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 						err = c.Stop()
 					case "detach":
 						err = c.Detach()
+					case "ctl":
+						// SetMAC reinitialises a running interface (stop + init).
+						err = c.SetMAC(iflib.EtherAddr{2, 0, 0, 0, 0, 9})
+						if e := c.AddMulti(iflib.EtherAddr{1, 0, 0x5e, 0, 0, 1}); e != nil && !isOneOf(e, ctlErrs...) {
+							t.Errorf("AddMulti from %s: undocumented error %T %v", point, e, e)
+						}
 					case "reads":
 						_ = c.SysctlLines()
 						_ = c.Counter(iflib.IfCounterOPackets)
@@ -144,6 +196,7 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 						c.RxIntr(0)
 						c.LinkStateChange(iflib.LinkStateUp, 1e9)
 					}
+					t.Logf("%s from %s: %v", action, point, err)
 					mu.Lock()
 					got = err
 					mu.Unlock()
@@ -175,6 +228,21 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 				}
 				_ = f.ctx.Transmit(pkt(t, z, 100, 1))
 				_ = f.ctx.Counter(iflib.IfCounterOPackets)
+				// The control calls, which reach the IFDI control methods.
+				f.ctx.MediaAdd(iflib.Media1000T | iflib.MediaFDX)
+				for _, call := range []func() error{
+					func() error { return f.ctx.SetMTU(1400) },
+					func() error { return f.ctx.SetFlags(iflib.IffPromisc) },
+					func() error { return f.ctx.AddMulti(iflib.EtherAddr{1, 0, 0x5e, 0, 0, 2}) },
+					func() error { return f.ctx.RegisterVLAN(5) },
+					func() error { return f.ctx.UnregisterVLAN(5) },
+					func() error { return f.ctx.SetMedia(iflib.Media1000T | iflib.MediaFDX) },
+					func() error { _, err := f.ctx.MediaStatus(); return err },
+				} {
+					if err := call(); err != nil && !isOneOf(err, append(lifecycleErrs, ctlErrs...)...) {
+						t.Fatalf("a control call with %s hooked: undocumented error %T %v", point, err, err)
+					}
+				}
 				time.Sleep(5 * time.Millisecond)
 				if err := f.ctx.Stop(); err != nil {
 					require.ErrorIs(t, err, iflib.ErrDetached)
@@ -189,7 +257,7 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 				}
 				mu.Lock()
 				require.True(t, fired, "the hook at %s ran", point)
-				if got != nil && !isOneOf(got, lifecycleErrs...) {
+				if got != nil && !isOneOf(got, append(lifecycleErrs, ctlErrs...)...) {
 					t.Fatalf("%s from %s: undocumented error %T %v", action, point, got, got)
 				}
 				mu.Unlock()
