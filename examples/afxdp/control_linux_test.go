@@ -221,8 +221,11 @@ func TestMTUBehindTheDriver(t *testing.T) {
 
 			tooBig := d.MaxMTU() + 1
 			setMTU(tooBig)
+			require.Eventually(t, func() bool {
+				return logs.has(fmt.Sprintf("from 9000 to %d, which it cannot receive; link reported down", tooBig))
+			}, 5*time.Second, time.Millisecond)
 			evs.waitFor(t, iflib.LinkEvent{State: iflib.LinkStateDown})
-			assert.True(t, logs.has(fmt.Sprintf("from 9000 to %d, which it cannot receive; link reported down", tooBig)))
+			assert.Equal(t, iflib.LinkStateDown, ic.LinkState())
 			assert.Equal(t, 9000, ic.MTU())
 
 			setMTU(1500)

@@ -435,6 +435,16 @@ func (d *Driver) Init(ic *iflib.Context) (err error) {
 	if d.mon, err = startLinkMonitor(d); err != nil {
 		return err
 	}
+	// What changed before the subscription began (an MTU set between
+	// program and now) is not in it: read the link once.
+	l, err := d.link()
+	if err != nil {
+		return err
+	}
+	if a := l.Attrs(); int64(a.MTU) != d.mtu.Load() {
+		d.mtuChanged(a.MTU)
+	}
+	d.reportLink(l.Attrs())
 	return nil
 }
 
