@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -138,6 +139,16 @@ func TestRunForward(t *testing.T) {
 	fds, g := processObjects(t)
 	assert.Equal(t, strings.Join(fds0, "\n"), strings.Join(fds, "\n"), "file descriptors left open")
 	assert.LessOrEqual(t, g, g0, "goroutines left running")
+	// Rounds: the order rotates a forwarder a round, so that each round
+	// pairs every forwarder with the hand loop under the same load.
+	res, err = RunForward(context.Background(), ForwardOptions{Duration: 50 * time.Millisecond, Rounds: 2, Modes: []XDPMode{XDPNative},
+		NRxd: 256, NTxd: 256, Forwarders: []string{FwdHand, FwdIflibSimple}})
+	require.NoError(t, err)
+	var got []string
+	for _, r := range res {
+		got = append(got, fmt.Sprintf("%d:%s", r.Round, r.Forwarder))
+	}
+	assert.Equal(t, []string{"0:hand", "0:iflib-simple", "1:iflib-simple", "1:hand"}, got)
 	res, err = RunForward(context.Background(), ForwardOptions{Duration: 10 * time.Millisecond, Forwarders: []string{FwdHand, "nope"}})
 	assert.ErrorIs(t, err, ErrConfig)
 	assert.Empty(t, res, "an unknown forwarder is refused before any runs")

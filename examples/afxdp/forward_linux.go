@@ -29,6 +29,12 @@ type ForwardOptions struct {
 	// hand loop's burst, so that both move the same batches (default
 	// DefaultBurst).
 	Burst int
+	// Rounds repeats the measurement (default 1): every round runs each
+	// forwarder once in each mode, in an order rotated by one forwarder a
+	// round, so that a ratio between two forwarders can be taken per round
+	// (paired, in the same minute of machine load) and summarised over
+	// rounds. Result.Round says which round a result is from.
+	Rounds int
 	// Interval is the period of the live rates (default 1s).
 	Interval time.Duration
 	// Progress, if set, receives a live rate every Interval.
@@ -71,6 +77,7 @@ type Rate struct {
 type Result struct {
 	Forwarder string // FwdIflib, FwdIflibSimple or FwdHand
 	Mode      XDPMode
+	Round     int           // 0 … ForwardOptions.Rounds−1
 	Packets   uint64        // frames that came out of the output pair (its peer's rx_packets)
 	Generated uint64        // frames the generator handed to the kernel meanwhile
 	Elapsed   time.Duration // the measuring window
@@ -106,6 +113,9 @@ func (o *ForwardOptions) resolve() error {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
+	if o.Rounds <= 0 {
+		o.Rounds = 1
+	}
 	if o.Burst <= 0 {
 		o.Burst = DefaultBurst
 	}
@@ -135,10 +145,10 @@ const ForwardNRxd = 1024
 // receives them on pair 0 with AF_XDP and transmits them on pair 1, whose
 // peer counts them. It runs the forwarders (iflib in each transmit mode,
 // and the hand-written loop over the same rings) one after the other in
-// each mode, and returns their results. Where AF_XDP cannot run it
-// returns an error wrapping ErrUnavailable (see Available); an unknown
-// forwarder is ErrConfig, before anything runs. It stops early, with what
-// it has, when ctx is done.
+// each mode, for opts.Rounds rounds, and returns their results. Where
+// AF_XDP cannot run it returns an error wrapping ErrUnavailable (see
+// RigAvailable); an unknown forwarder is ErrConfig, before anything runs.
+// It stops early, with what it has, when ctx is done.
 func RunForward(ctx context.Context, opts ForwardOptions) ([]Result, error) {
 	if err := opts.resolve(); err != nil {
 		return nil, err
@@ -152,16 +162,21 @@ func RunForward(ctx context.Context, opts ForwardOptions) ([]Result, error) {
 	}
 	defer fx.close()
 	var res []Result
-	for _, mode := range opts.Modes {
-		for _, fw := range opts.Forwarders {
-			if ctx.Err() != nil {
-				return res, nil
+	n := len(opts.Forwarders)
+	for round := 0; round < opts.Rounds; round++ {
+		for _, mode := range opts.Modes {
+			for i := range n {
+				fw := opts.Forwarders[(i+round)%n]
+				if ctx.Err() != nil {
+					return res, nil
+				}
+				r, err := fx.run(ctx, fw, mode, opts)
+				if err != nil {
+					return res, err
+				}
+				r.Round = round
+				res = append(res, r)
 			}
-			r, err := fx.run(ctx, fw, mode, opts)
-			if err != nil {
-				return res, err
-			}
-			res = append(res, r)
 		}
 	}
 	return res, nil
