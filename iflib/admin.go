@@ -23,7 +23,8 @@ import (
 //	   ├─ watchdog: count, IFDI_WATCHDOG_RESET
 //	   ├─ IFDI_UPDATE_ADMIN_STATUS (the driver polls its link)
 //	   ├─ reset: stop + init (iflib_if_init_locked)
-//	   └─ link up: restart stalled rings (iflib_txq_check_drain, budget 8)
+//	   ├─ link up: restart stalled rings (iflib_txq_check_drain, budget 8)
+//	   └─ IFDI_LINK_INTR_ENABLE (running)
 //
 // FreeBSD's upstream watchdog is inert (no code sets IFLIB_QUEUE_WORKING,
 // so a queue is never marked hung); this is the design of the newer
@@ -131,6 +132,11 @@ func (c *Context) runAdmin(flags uint32) bool {
 			}
 			q.kick()
 		}
+	}
+	if le, ok := c.dev.(LinkIntrEnabler); ok && c.st() == stateRunning {
+		// _task_fn_admin ends with IFDI_LINK_INTR_ENABLE: the link
+		// interrupt that scheduled the pass is armed again.
+		le.LinkIntrEnable(c)
 	}
 	return false
 }

@@ -287,6 +287,10 @@ const (
 	// MaxRxBudget is the largest rx_budget (ifc_sysctl_rx_budget is a
 	// uint16_t).
 	MaxRxBudget = 1<<16 - 1
+	// MaxRSSTableSize bounds isc_rss_table_size: iflib keeps an RSS
+	// indirection table of that many entries (RSSConfig.Table); the
+	// largest NIC tables hold a few thousand.
+	MaxRSSTableSize = 1 << 16
 	// MaxDRBRSize is the largest drbr-mode buf_ring (the size of a
 	// descriptor ring at most: a buf_ring deeper than the ring it feeds
 	// only queues latency).
@@ -502,8 +506,8 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	if sc.RSSTableSize == 0 {
 		sc.RSSTableSize = DefaultRSSTableSize
 	}
-	if !isPow2(sc.RSSTableSize) {
-		return cfgErr("RSSTableSize", sc.RSSTableSize, "must be a power of two")
+	if !isPow2(sc.RSSTableSize) || sc.RSSTableSize > MaxRSSTableSize {
+		return cfgErr("RSSTableSize", sc.RSSTableSize, fmt.Sprintf("must be a power of two up to %d", MaxRSSTableSize))
 	}
 	if sc.CapEnable&^sc.Capabilities != 0 {
 		return cfgErr("CapEnable", sc.CapEnable, fmt.Sprintf("enables %v, which Capabilities %v does not offer",

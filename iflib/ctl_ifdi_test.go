@@ -3,7 +3,9 @@ package iflib_test
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -282,4 +284,49 @@ func TestCtlReentrant(t *testing.T) {
 	require.ErrorIs(t, <-errs, iflib.ErrState)
 	require.NoError(t, f.ctx.Stop())
 	f.close()
+}
+
+// linkIntrFake counts IFDI_LINK_INTR_ENABLE.
+type linkIntrFake struct {
+	*fakeNIC
+	n atomic.Int64
+}
+
+func (d *linkIntrFake) LinkIntrEnable(*iflib.Context) { d.n.Add(1) }
+
+// IFDI_LINK_INTR_ENABLE ends every admin pass of a running interface
+// (AdminIntr here), and none runs while it is stopped.
+func TestLinkIntrEnable(t *testing.T) {
+	var d *linkIntrFake
+	f := newFake(t, fakeOpts{cfg: iflib.Config{TimerInterval: time.Hour}, wrap: func(f *fakeNIC) iflib.Device { d = &linkIntrFake{fakeNIC: f}; return d }})
+	f.ctx.AdminIntr()
+	time.Sleep(20 * time.Millisecond)
+	assert.Zero(t, d.n.Load(), "stopped")
+	require.NoError(t, f.ctx.Init())
+	f.ctx.AdminIntr()
+	eventually(t, "IFDI_LINK_INTR_ENABLE", func() bool { return d.n.Load() >= 1 })
+	require.NoError(t, f.ctx.Stop())
+	f.close()
+}
+
+// TxBacklog counts packets, not the TX task's sentinels: with the link
+// down the task runs every timer period and the drain cannot proceed, yet
+// the backlog stays 0 (it once grew by one sentinel a period, to 2046).
+func TestTxBacklogIgnoresSentinels(t *testing.T) {
+	f := newFake(t, fakeOpts{cfg: iflib.Config{TimerInterval: time.Millisecond}})
+	f.noLink = true
+	require.NoError(t, f.ctx.Init())
+	eventually(t, "timer periods", func() bool { return txStats(t, f.ctx).TaskRuns > 20 })
+	assert.Zero(t, f.ctx.TxBacklog(0))
+	f.ctx.LinkStateChange(iflib.LinkStateUp, 1e9)
+	z := f.zone(iflib.MCLBytes, 8)
+	require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 1)))
+	eventually(t, "sent", func() bool { return len(f.sent()) == 1 })
+	// Idle: the one descriptor reclaim leaves (below its threshold), and
+	// no sentinel, however many periods pass.
+	runs := txStats(t, f.ctx).TaskRuns
+	eventually(t, "more periods", func() bool { return txStats(t, f.ctx).TaskRuns > runs+20 })
+	assert.LessOrEqual(t, f.ctx.TxBacklog(0), 1)
+	require.NoError(t, f.ctx.Stop())
+	f.close(z)
 }

@@ -23,6 +23,56 @@
 //     then Init, and send with [Context.Transmit] packets from a [Zone] on
 //     the device's address space (Attachment.Bus.Space()).
 //
+// Required: the [TxRx] methods and the [Device] methods (IFDI_ATTACH_PRE,
+// the queue allocations, IFDI_INIT, IFDI_STOP, IFDI_INTR_ENABLE/DISABLE,
+// IFDI_DETACH). Every other IFDI method is optional, an interface the
+// Device may implement; iflib's default when it does not:
+//
+//	AttachPoster        IFDI_ATTACH_POST             nothing
+//	QueueSetupper       IFDI_TXQ_SETUP/RXQ_SETUP     nothing
+//	QueueIntrEnabler    IFDI_{RX,TX}_QUEUE_INTR_ENABLE  IntrEnable for the whole device
+//	AdminStatusUpdater  IFDI_UPDATE_ADMIN_STATUS     nothing: the driver reports its link itself
+//	CounterGetter       IFDI_GET_COUNTER             iflib's counters
+//	QueuesFreer         IFDI_QUEUES_FREE             nothing
+//	TimerHandler        IFDI_TIMER                   nothing
+//	WatchdogResetter    IFDI_WATCHDOG_RESET          nothing
+//	MTUSetter           IFDI_MTU_SET                 SetMTU refused (ErrNotSupported)
+//	PromiscSetter       IFDI_PROMISC_SET             SetFlags refused (ErrNotSupported)
+//	MultiSetter         IFDI_MULTI_SET               the list is kept for IFDI_INIT
+//	VLANRegisterer      IFDI_VLAN_{UN,}REGISTER      the set is kept for IFDI_INIT
+//	RestartNeeder       IFDI_NEEDS_RESTART           false (no reinit on a VLAN change)
+//	MediaStatuser       IFDI_MEDIA_STATUS            iflib's link state and Context.Media
+//	MediaChanger        IFDI_MEDIA_CHANGE            SetMedia refused (ErrNotSupported)
+//	LinkIntrEnabler     IFDI_LINK_INTR_ENABLE        nothing
+//
+// # The control plane
+//
+// The stack configures the interface through the Context, as
+// iflib_if_ioctl does: [Context.SetMTU] (SIOCSIFMTU), [Context.SetFlags]
+// (promiscuous and all-multicast), [Context.AddMulti] and
+// [Context.DelMulti], [Context.SetMAC], [Context.RegisterVLAN] and
+// [Context.UnregisterVLAN] (the vlan_config events),
+// [Context.SetCapEnable] (SIOCSIFCAP), [Context.SetMedia] and
+// [Context.MediaStatus] (ifmedia), [Context.SetRSS], and learns of link
+// changes with [Context.SubscribeLink]. Each validates its argument (a
+// [*ConfigError] for a bad value), calls the driver's IFDI method with the
+// context lock held and reinitialises a running interface where iflib
+// does; each is safe beside the data path and every lifecycle call, and
+// shows in the sysctl tree (dev.<driver>.<unit>.mtu, .mac, .flags, …). In
+// IFDI_INIT a driver programs its hardware from the context's view:
+// [Context.MAC], [Context.MTU], [Context.Flags], [Context.Multicast],
+// [Context.VLANs], [Context.CapEnabled], [Context.RSS], [Context.Media] and
+// [Context.RxBufSize]. From AttachPre it reports its address
+// ([Context.SetMAC], iflib_set_mac), its media ([Context.MediaAdd],
+// [Context.MediaSetDefault]) and its capabilities (SoftcCtx.Capabilities
+// and CapEnable), and from anywhere it may ask for a reset
+// ([Context.RequestReset], iflib_request_reset). A control call made from
+// the context's own task goroutines (the input callback, a TxRx method)
+// returns [ErrReentrant]; from an IFDI method it runs and a reinit it
+// needs is handed to the admin task, except that SetMTU and SetCapEnable,
+// which must stop a running interface around the change, return
+// ErrReentrant there.
+//
 // Outbound flow (one packet):
 //
 //	Transmit(pkt) ─▶ queue select (QIDX / driver selector)

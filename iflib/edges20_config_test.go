@@ -64,6 +64,10 @@ func TestConfigNonsenseIsConfigError(t *testing.T) {
 
 		{field: "NTxQSetsMax", softc: func(s *iflib.SoftcCtx) { s.NTxQSetsMax = huge }},
 		{field: "NRxQSetsMax", softc: func(s *iflib.SoftcCtx) { s.NRxQSetsMax = 0 }},
+		// A power of two far beyond any NIC: once an RSS table of 2^40
+		// entries was allocated (FuzzModel).
+		{field: "RSSTableSize", softc: func(s *iflib.SoftcCtx) { s.RSSTableSize = 1 << 40 }},
+		{field: "CapEnable", softc: func(s *iflib.SoftcCtx) { s.Capabilities, s.CapEnable = iflib.CapTxCsum, iflib.CapTSO4 }},
 		{field: "NTxd[0]", softc: func(s *iflib.SoftcCtx) { s.NTxd[0] = 3 }},
 		{field: "NTxd[0]", softc: func(s *iflib.SoftcCtx) { s.NTxd[0] = huge }},
 		{field: "NTxd[0]", softc: func(s *iflib.SoftcCtx) { s.NTxd[0] = 2 }}, // no room for one packet and the pad

@@ -135,7 +135,7 @@ var registerErrs = []error{iflib.ErrConfig, simnic.ErrConfig, iflib.ErrDetached,
 // which simple and drbr modes return).
 var txErrs = []error{iflib.ErrNotRunning, iflib.ErrLinkDown, iflib.ErrNoBufs, iflib.ErrNoMem, iflib.ErrTooBig,
 	iflib.ErrBadLength, iflib.ErrWrongSpace, iflib.ErrEmptyPacket, iflib.ErrNilPacket, iflib.ErrForeignPacket,
-	iflib.ErrUseAfterFree, iflib.ErrBadDriverIndex, iflib.ErrBadHeader, simnic.ErrFrameTooLong, simnic.ErrOffload}
+	iflib.ErrUseAfterFree, iflib.ErrBadDriverIndex, iflib.ErrBadHeader, iflib.ErrOffloadDisabled, simnic.ErrFrameTooLong, simnic.ErrOffload}
 
 func (m *model) register(i int) {
 	if m.slots[i].Load() != nil {
@@ -694,10 +694,22 @@ func (m *model) holdOp() {
 // TransmitBatch.
 func (m *model) concurrent(s *slot) {
 	senders, each := 1+int(m.in.u8()%4), 1+int(m.in.u8()%32)
-	call := m.in.u8() % 4
+	cb := m.in.u8()
+	call := cb % 4
 	z := m.txZone()
-	m.logf("concurrent %d: %d senders × %d, call %d", s.idx, senders, each, call)
+	m.logf("concurrent %d: %d senders × %d, call %d, control %d", s.idx, senders, each, call, cb>>2)
 	var wg sync.WaitGroup
+	var ctlWhat string
+	var ctlErr error
+	if cb>>2 != 0 {
+		// A control call (the selector's high bits) racing the senders and
+		// the lifecycle call.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctlWhat, ctlErr = m.ctlCall(s, int(cb>>2))
+		}()
+	}
 	for g := 0; g < senders; g++ {
 		wg.Add(1)
 		go func(g int) {
@@ -742,5 +754,94 @@ func (m *model) concurrent(s *slot) {
 	})
 	m.logf("  = %v", err)
 	m.expect("a lifecycle call racing senders", err, iflib.ErrDetached, iflib.ErrDeferred, iflib.ErrBusy, iflib.ErrLeak)
-	m.guard("the racing senders", s.stopTimeout, wg.Wait)
+	m.guard("the racing senders", 3*s.stopTimeout, wg.Wait)
+	if cb>>2 != 0 {
+		m.logf("  ctl %d %s = %v", s.idx, ctlWhat, ctlErr)
+		m.expect("racing "+ctlWhat, ctlErr, ctlErrs...)
+	}
+}
+
+// ctlErrs are the control calls' documented errors.
+var ctlErrs = []error{iflib.ErrConfig, iflib.ErrNotSupported, iflib.ErrDetached, iflib.ErrReentrant, iflib.ErrBusy,
+	iflib.ErrLeak, simnic.ErrConfig, simnic.ErrBusy}
+
+// ctl makes one control call on s chosen by k (the high bits of a byte
+// the operation already drew, so that adding the calls did not change how
+// older corpus entries are read), logs it and checks its error. k = 0
+// makes none.
+func (m *model) ctl(s *slot, k int) {
+	if s == nil || k == 0 {
+		return
+	}
+	what, err := m.ctlCall(s, k)
+	m.logf("  ctl %d %s = %v", s.idx, what, err)
+	m.expect(what, err, ctlErrs...)
+}
+
+// ctlCall is ctl's call, safe beside other operations: it neither logs
+// nor checks.
+func (m *model) ctlCall(s *slot, k int) (what string, err error) {
+	ctx := s.ctx
+	switch k % 8 {
+	case 1:
+		mtu := []int{1500, 9000, 576, 0, 1 << 20, 4000, 68, 16000}[k/8%8]
+		what = fmt.Sprintf("SetMTU(%d)", mtu)
+		m.guard(what, 2*s.stopTimeout, func() { err = ctx.SetMTU(mtu) })
+	case 2:
+		f := iflib.IfFlags(k / 8 % 4 * 0x100)
+		if k&64 != 0 {
+			f |= 1 // not modelled: a *ConfigError
+		}
+		what = fmt.Sprintf("SetFlags(%v)", f)
+		err = ctx.SetFlags(f)
+	case 3:
+		a := iflib.EtherAddr{1, 0, 0x5e, 0, 0, byte(k / 16)}
+		if k&8 != 0 {
+			a[0] = 2 // unicast: a *ConfigError
+		}
+		what = fmt.Sprintf("Add/DelMulti(%v)", a)
+		if err = ctx.AddMulti(a); err == nil && k&32 != 0 {
+			err = ctx.DelMulti(a)
+		}
+	case 4:
+		tag := uint16([]int{1, 100, 4095, 0, 4096, 7}[k/8%6])
+		what = fmt.Sprintf("Register/UnregisterVLAN(%d)", tag)
+		m.guard(what, 2*s.stopTimeout, func() {
+			if err = ctx.RegisterVLAN(tag); err == nil && k&64 != 0 {
+				err = ctx.UnregisterVLAN(tag)
+			}
+		})
+	case 5:
+		caps := ctx.Capabilities()
+		if k&8 != 0 {
+			caps &^= iflib.CapTxCsum | iflib.CapTSO4 | iflib.CapTSO6
+		}
+		if k&16 != 0 {
+			caps |= iflib.CapLRO | 1<<31 // perhaps not offered
+		}
+		what = fmt.Sprintf("SetCapEnable(%v)", caps)
+		m.guard(what, 2*s.stopTimeout, func() { err = ctx.SetCapEnable(caps) })
+	case 6:
+		what = "MediaStatus/SetMedia"
+		list := ctx.MediaList()
+		if _, err = ctx.MediaStatus(); err != nil {
+			break
+		}
+		med := iflib.Media1000T
+		if len(list) > 0 {
+			med = list[k/8%len(list)]
+		}
+		err = ctx.SetMedia(med)
+	case 7:
+		what = "SetRSS/RequestReset"
+		r := ctx.RSS()
+		if k&8 != 0 && len(r.Table) > 0 {
+			r.Table[0] = uint16(k) // perhaps no such queue
+		}
+		ctx.RequestReset()
+		m.guard(what, 2*s.stopTimeout, func() { err = ctx.SetRSS(r) })
+	}
+	_, _, _, _ = ctx.MAC(), ctx.MTU(), ctx.Flags(), ctx.Multicast()
+	_, _, _ = ctx.VLANs(), ctx.CapEnabled(), ctx.Media()
+	return what, err
 }

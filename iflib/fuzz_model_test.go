@@ -326,7 +326,8 @@ func (m *model) expect(what string, err error, set ...error) {
 func (m *model) step() {
 	m.uaf = false
 	op := m.in.u8() % 19
-	s := m.slots[m.in.u8()%2].Load()
+	sel := m.in.u8()
+	s := m.slots[sel%2].Load()
 	idx := 0
 	if s != nil {
 		idx = s.idx
@@ -386,6 +387,7 @@ func (m *model) step() {
 	case 14:
 		if s != nil {
 			m.reads(s.ctx)
+			m.ctl(s, int(sel>>1)) // a control call (SIOCSIF*) from the selector's high bits
 		}
 	case 15:
 		d := time.Duration(m.in.u8()%16) * time.Millisecond

@@ -284,8 +284,9 @@ type (
 		MediaChange(ic *Context) error
 	}
 	// LinkIntrEnabler is IFDI_LINK_INTR_ENABLE: re-enable the link (admin)
-	// interrupt; iflib calls it after each admin task pass while running.
-	// Default: nothing.
+	// interrupt; iflib calls it at the end of each admin task pass
+	// (AdminIntr, resets, the watchdog) while the interface runs, as
+	// _task_fn_admin does. Default: nothing.
 	LinkIntrEnabler interface {
 		LinkIntrEnable(ic *Context)
 	}

@@ -322,8 +322,9 @@ func (c *Context) TxBacklog(qid int) int {
 func (q *txq) swBacklog() int {
 	switch {
 	case q.mpr != nil:
+		// Packets only: not the TX task's sentinel.
 		st := q.mpr.State()
-		return q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx))
+		return max(0, q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx))-int(q.sentinels.Load()))
 	case q.drbr != nil:
 		return q.drbr.Pending()
 	}

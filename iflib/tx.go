@@ -17,13 +17,14 @@ import (
 // except for ErrNilPacket, ErrForeignPacket and ErrUseAfterFree (nothing
 // was taken). nil means it was sent or queued. On any other error it has
 // been freed and counted: ErrNotRunning, ErrLinkDown and ErrNoBufs in
-// oqdrops; ErrEmptyPacket, ErrBadLength, ErrTooBig, ErrWrongSpace and
-// ErrNoMem in oerrors. Never use a packet after passing it here: a failed
+// oqdrops; ErrEmptyPacket, ErrBadLength, ErrTooBig, ErrWrongSpace,
+// ErrOffloadDisabled and ErrNoMem in oerrors. Never use a packet after passing it here: a failed
 // Transmit has freed it, and the zone may already have handed the same
 // pointer to someone else.
 //
 // Errors by mode, beyond the checks every mode makes first (nil, foreign,
-// freed, not running, link down, empty, bad length, too big, wrong space):
+// freed, not running, link down, empty, bad length, too big, wrong space,
+// an offload not enabled):
 //   - mpring: ErrNoBufs when the mp_ring is full. Mapping failures happen
 //     later, in the drain: they are counted, not returned.
 //   - simple: ErrNoBufs when the descriptors are exhausted; ErrNoMem when
@@ -352,8 +353,22 @@ func (mpringPath) task(q *txq) {
 	// pending (a racy read of consumer state); we always do, so the
 	// completion that woke us is reclaimed by whoever is the consumer. A
 	// full ring refuses the sentinel: then only check drainage.
+	//
+	// One sentinel in the ring is enough: while one waits (the drain
+	// cannot proceed: link down, ring full) the task only checks
+	// drainage, so sentinels never pile up in the ring, and TxBacklog
+	// subtracts the one there.
 	abdicate := q.ctx.cfg.TxAbdicate
-	if err := q.mpr.EnqueueOne(q.sentinel, TxBatchSize, abdicate); err != nil || abdicate {
+	if q.sentinels.Load() > 0 {
+		q.mpr.CheckDrainage(TxBatchSize)
+		return
+	}
+	q.sentinels.Add(1)
+	err := q.mpr.EnqueueOne(q.sentinel, TxBatchSize, abdicate)
+	if err != nil {
+		q.sentinels.Add(-1)
+	}
+	if err != nil || abdicate {
 		q.mpr.CheckDrainage(TxBatchSize)
 	}
 }
@@ -519,7 +534,9 @@ func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 		// IFC_QFLUSH / iflib_txq_drain_free: free all but sentinels.
 		for i := 0; i < avail; i++ {
 			s := r.Slot(r.IncrementIdx(cidx, i))
-			if m := *s; m != q.sentinel && m != nil {
+			if m := *s; m == q.sentinel {
+				q.sentinels.Add(-1)
+			} else if m != nil {
 				q.st.inc(txOQDrops, 1)
 				m.Free()
 			}
@@ -553,6 +570,7 @@ func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
 			}
 		}
 		if m == q.sentinel {
+			q.sentinels.Add(-1)
 			consumed++
 			continue
 		}

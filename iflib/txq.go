@@ -101,6 +101,8 @@ type txq struct {
 	// consumer (FreeBSD enqueues the txq pointer itself).
 	sentinel *Packet
 	purging  atomic.Bool // IFC_QFLUSH for this queue: the drain frees everything
+	// sentinels counts the TX task's sentinels in the mp_ring (0 or 1).
+	sentinels atomic.Int64
 
 	wake  chan struct{} // GROUPTASK_ENQUEUE(&ift_task), buffered 1
 	retry *time.Timer   // the task's retry when the queue's lock was held (the task's)
@@ -405,6 +407,9 @@ func (q *txq) purge() {
 		q.purging.Store(true)
 		q.mpr.CheckDrainage(MPRingSize)
 		q.purging.Store(false)
+		if st := q.mpr.State(); q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx)) == 0 {
+			q.sentinels.Store(0) // an empty ring holds no sentinel
+		}
 	case q.drbr != nil:
 		n := q.drbr.Flush(func(m *Packet) { m.Free() })
 		q.st.add(txOQDrops, uint64(n))
