@@ -11,7 +11,7 @@ import (
 const (
 	// DefaultNRxd is the RX descriptors per queue (iflib's nrxd; the RX
 	// ring has as many): deep enough that a forwarder of TCP traffic does
-	// not drop segments (with 1024, 2–3 % of them were dropped at the
+	// not drop segments (with 1024, 1–3 % of them were dropped at the
 	// fill ring and retransmitted: see the package doc's "Ring sizes").
 	DefaultNRxd = 4096
 	DefaultNTxd = 1024 // TX descriptors per queue (iflib's ntxd)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Rig is a private network namespace holding veth pairs: the "hardware"
@@ -168,7 +169,9 @@ func (r *Rig) Close() error {
 	if r.nl != nil {
 		for _, p := range r.Pairs {
 			if l, err := r.nl.LinkByName(p.A); err == nil {
-				if err := r.nl.LinkDel(l); err != nil {
+				// ENODEV: the pair went meanwhile (its peer's namespace
+				// was destroyed).
+				if err := r.nl.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 					errs = append(errs, err)
 				}
 			}
