@@ -39,6 +39,7 @@ const (
 	adminStop                 // a Stop from the context's own goroutine
 	adminDetach               // a Detach from the context's own goroutine
 	adminStatus               // iflib_admin_intr_deferred: just the status update
+	adminInit                 // a control call's init, once the TX queue teardowns are done
 )
 
 type adminTask struct {
@@ -102,6 +103,17 @@ func (c *Context) runAdmin(flags uint32) bool {
 		c.lock()
 		_ = c.detachLocked()
 		return true
+	}
+	if flags&adminInit != 0 {
+		// A control call stopped the interface while a transmit held a TX
+		// queue (restartLocked): wait for it without the lock, then init,
+		// unless a Stop or Detach came first (they clear pendingInit).
+		c.unlock()
+		c.teardowns.wait(0)
+		c.lock()
+		if c.pendingInit.Swap(false) && c.st() == stateAttached {
+			_ = c.initLocked()
+		}
 	}
 	// _task_fn_admin stops the ift_timer callouts around its IFDI calls.
 	c.timerMu.Lock()

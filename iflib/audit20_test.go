@@ -147,12 +147,6 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 	ctlErrs := []error{iflib.ErrReentrant, iflib.ErrDetached, iflib.ErrNotSupported, iflib.ErrConfig, iflib.ErrBusy}
 	for _, point := range points {
 		for _, action := range []string{"init", "stop", "detach", "reads", "ctl"} {
-			if action == "ctl" && (point == "TxdEncap" || point == "TxdFlush") {
-				// Not here: on a sender's goroutine a reinitialising control
-				// call waits for the caller itself and leaves the interface
-				// stopped with ErrBusy (docs/edges.md, Findings).
-				continue
-			}
 			t.Run(point+"/"+action, func(t *testing.T) {
 				var (
 					mu    sync.Mutex

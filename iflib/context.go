@@ -136,6 +136,9 @@ type Context struct {
 	pauseFrames atomic.Uint64
 	// teardowns are the TX queue teardowns Stop owes (see hold.go).
 	teardowns teardownSet
+	// pendingInit is a control call's init handed to the admin task
+	// (restartLocked); Stop and Detach cancel it.
+	pendingInit atomic.Bool
 	// regDetach is a Detach called from an IFDI method during Register
 	// (the registering goroutine only).
 	regDetach bool

@@ -137,6 +137,24 @@ func (c *Context) reinitLocked(reentrant bool) error {
 		return nil
 	}
 	c.stopLocked()
+	return c.restartLocked()
+}
+
+// restartLocked is the init half of a control call's reinit, after
+// stopLocked. If a transmit still holds a TX queue, the caller may be that
+// transmit (a control call from TxdEncap or TxdFlush on a sender's
+// goroutine, which iflib cannot tell from any other goroutine without
+// paying for it on every packet): waiting for it would wait for ever, or
+// fail with ErrBusy and leave the interface stopped. The init is handed to
+// the admin task instead, which runs it once the transmit has left,
+// unless a Stop or Detach comes first.
+// Preconditions: CTX_LOCK held, the context stopped by the control call.
+func (c *Context) restartLocked() error {
+	if c.teardowns.pending() {
+		c.pendingInit.Store(true)
+		c.admin.request(adminInit)
+		return nil
+	}
 	return c.initLocked()
 }
 
@@ -656,7 +674,7 @@ func (c *Context) SetCapEnable(caps Capabilities) error {
 		}
 		c.setCapEnable(caps)
 		if running {
-			return c.initLocked()
+			return c.restartLocked()
 		}
 		return nil
 	})
@@ -731,7 +749,7 @@ func (c *Context) SetMTU(mtu int) error {
 			c.ctl.mtu.Store(int64(mtu))
 		}
 		if running {
-			if ierr := c.initLocked(); ierr != nil {
+			if ierr := c.restartLocked(); ierr != nil {
 				return errors.Join(err, ierr)
 			}
 		}

@@ -55,7 +55,9 @@ func TestCtlRacesLifecycle(t *testing.T) {
 				p.Free()
 			}
 		},
-		softc: func(sc *iflib.SoftcCtx) { sc.Capabilities, sc.CapEnable = iflib.CapTxCsum|iflib.CapRxCsum, iflib.CapTxCsum },
+		softc: func(sc *iflib.SoftcCtx) {
+			sc.Capabilities, sc.CapEnable = iflib.CapTxCsum|iflib.CapRxCsum, iflib.CapTxCsum
+		},
 		wrap: func(f *fakeNIC) iflib.Device {
 			d = &allFake{ctlFake: &ctlFake{fakeNIC: f, restart: true}}
 			return d

@@ -113,6 +113,13 @@ func (t *teardownSet) done() {
 	t.mu.Unlock()
 }
 
+// pending reports whether a teardown is owed.
+func (t *teardownSet) pending() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n > 0
+}
+
 // wait waits until no teardown is owed or d passes (d ≤ 0: no limit). It
 // reports whether none is owed.
 func (t *teardownSet) wait(d time.Duration) bool {

@@ -144,6 +144,7 @@ func (c *Context) Stop() error {
 	if c.st() >= stateDetaching {
 		return ErrDetached
 	}
+	c.pendingInit.Store(false)
 	c.stopLocked()
 	return nil
 }
@@ -246,6 +247,7 @@ func (c *Context) Detach() error {
 		return ErrDetached
 	}
 	c.state.Store(int32(stateDetaching))
+	c.pendingInit.Store(false)
 	c.stopLocked()
 	// The admin task may be waiting for CTX_LOCK to run a reset; it finds
 	// the context detaching and does nothing, so wait for it unlocked.
