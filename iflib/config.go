@@ -516,7 +516,10 @@ func validateSoftc(s *SharedCtx, cfg *Config, sc *SoftcCtx) error {
 	if sc.DMAWidth < 0 || sc.DMAWidth > 64 {
 		return cfgErr("DMAWidth", sc.DMAWidth, "must be 0..64")
 	}
-	if sc.MaxFrameSize <= 0 {
+	if sc.MaxFrameSize < 0 {
+		return cfgErr("MaxFrameSize", sc.MaxFrameSize, "must not be negative (0: 1518)")
+	}
+	if sc.MaxFrameSize == 0 {
 		sc.MaxFrameSize = 1518
 	}
 	if sc.MinFrameSize < 0 || sc.MinFrameSize > min(sc.MaxFrameSize, MCLBytes) {

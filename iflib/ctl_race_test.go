@@ -171,3 +171,25 @@ func TestCtlRacesLifecycle(t *testing.T) {
 	require.Equal(t, z.Size(), z.Available())
 	require.NoError(t, f.bus.Close())
 }
+
+// A cyclic packet chain (a.Next = b, b.Next = a) is refused with
+// ErrBadLength and counted, in Transmit and TransmitBatch, instead of
+// making the chain walk spin for ever.
+func TestTransmitCyclicChain(t *testing.T) {
+	f := newFake(t, fakeOpts{})
+	z := f.zone(iflib.MCLBytes, 8)
+	require.NoError(t, f.ctx.Init())
+	cyc := func() *iflib.Packet {
+		a, b := pkt(t, z, 100, 1), pkt(t, z, 100, 2)
+		a.Next, b.Next = b, a
+		a.Hdr.Len = 200
+		return a
+	}
+	before := txStats(t, f.ctx).OErrors
+	require.ErrorIs(t, f.ctx.Transmit(cyc()), iflib.ErrBadLength)
+	_, err := f.ctx.TransmitBatch([]*iflib.Packet{cyc()})
+	require.ErrorIs(t, err, iflib.ErrBadLength)
+	assert.Equal(t, before+2, txStats(t, f.ctx).OErrors)
+	require.NoError(t, f.ctx.Stop())
+	f.close(z)
+}

@@ -67,6 +67,7 @@ func TestConfigNonsenseIsConfigError(t *testing.T) {
 		// A power of two far beyond any NIC: once an RSS table of 2^40
 		// entries was allocated (FuzzModel).
 		{field: "RSSTableSize", softc: func(s *iflib.SoftcCtx) { s.RSSTableSize = 1 << 40 }},
+		{field: "MaxFrameSize", softc: func(s *iflib.SoftcCtx) { s.MaxFrameSize = -1 }},
 		{field: "CapEnable", softc: func(s *iflib.SoftcCtx) { s.Capabilities, s.CapEnable = iflib.CapTxCsum, iflib.CapTSO4 }},
 		{field: "NTxd[0]", softc: func(s *iflib.SoftcCtx) { s.NTxd[0] = 3 }},
 		{field: "NTxd[0]", softc: func(s *iflib.SoftcCtx) { s.NTxd[0] = huge }},

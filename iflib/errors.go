@@ -33,7 +33,8 @@ var (
 	// bus_dmamap_load_mbuf_sg). Counted in oerrors.
 	ErrTooBig = errors.New("iflib: packet larger than the DMA tag allows")
 	// ErrBadLength is a packet whose Hdr.Len is negative or disagrees with
-	// the bytes in its chain (m_pkthdr.len != the sum of m_len). Counted in
+	// the bytes in its chain (m_pkthdr.len != the sum of m_len), or whose
+	// chain is cyclic or longer than MaxChainBufs buffers. Counted in
 	// oerrors.
 	ErrBadLength = errors.New("iflib: packet header length disagrees with the chain (Hdr.Len != ChainLen)")
 	// ErrWrongSpace is a packet whose buffers are not memory of the

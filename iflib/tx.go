@@ -190,13 +190,22 @@ func (c *Context) rejectTx(q *txq, m *Packet, err error) error {
 	return c.dropTx(q, m, err)
 }
 
+// MaxChainBufs bounds the buffers of one packet Transmit accepts: more
+// than a 64 KB TSO packet of single-byte buffers could need. A longer
+// chain, or a cyclic one (which would make every walk of it endless), is
+// ErrBadLength.
+const MaxChainBufs = 1 << 16
+
 // checkTx validates a packet before it is queued: one walk of the chain
 // checks every buffer is live and from a zone of the device's space, and
 // sums the lengths (m_pkthdr.len must equal the sum of m_len; 0 means "fill
 // it in").
 func (c *Context) checkTx(m *Packet) error {
-	n := 0
+	n, bufs := 0, 0
 	for p := m; p != nil; p = p.Next {
+		if bufs++; bufs > MaxChainBufs {
+			return ErrBadLength // a cyclic chain (a.Next = b, b.Next = a), or absurdly long
+		}
 		switch {
 		case p.zone == nil:
 			return ErrForeignPacket
