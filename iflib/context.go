@@ -23,7 +23,10 @@ type Attachment struct {
 	// callee's: it must free or transmit each. The slice is reused after the
 	// call returns. A nil Input frees every received packet (counted as
 	// delivered). Input may call Transmit; a Stop or Detach from Input is
-	// handed to the admin task (ErrDeferred).
+	// handed to the admin task (ErrDeferred). Input must not block: Stop
+	// waits for the RX task to come back from it (StopTimeout bounds only
+	// the wait for transmits), so an Input that sleeps delays Stop by as
+	// long.
 	Input func(qid int, pkts []*Packet)
 	// InputReady (optional; goiflib) is asked before each rxeof pass of RX
 	// queue qid: false holds the queue back, leaving the frames in the

@@ -6,7 +6,13 @@ import "github.com/goiflib/goiflib/busdma"
 // table. iflib calls every method from one goroutine per queue at a time
 // (the queue's consumer: the mp_ring drain, the txq lock holder, or the RX
 // task); methods never need their own locking for one queue, and must not
-// block or call back into iflib's transmit or receive paths.
+// block or call back into iflib's transmit or receive paths. TxdEncap and
+// TxdFlush may run on a sender's goroutine (inside Transmit), which iflib
+// does not tell apart from any other: a Stop from there waits
+// Config.StopTimeout for the caller itself before it finishes, a Detach is
+// then handed to the admin task (ErrDeferred), and a control call that
+// reinitialises leaves the init to the admin task, which runs it once the
+// transmit has returned.
 type TxRx interface {
 	// TxdEncap is ift_txd_encap (isc_txd_encap). Write the descriptors of one
 	// packet into TX queue pi.QSIdx starting at pi.PIdx, from
