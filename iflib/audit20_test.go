@@ -17,7 +17,8 @@ import (
 // queue allocations, every if_txrx method and the control methods
 // (IFDI_MTU_SET, IFDI_PROMISC_SET, IFDI_MULTI_SET, IFDI_VLAN_REGISTER and
 // _UNREGISTER, IFDI_NEEDS_RESTART, IFDI_MEDIA_STATUS, IFDI_MEDIA_CHANGE,
-// reached through the control calls) — each call Init, Stop,
+// reached through the control calls, and IFDI_LINK_INTR_ENABLE at the end
+// of an admin pass) — each call Init, Stop,
 // Detach, the readers or two control calls (SetMAC, which reinitialises a
 // running interface, and AddMulti) once, with the *Context the driver kept
 // from AttachPre. Every call returns a documented result without a panic or a
@@ -92,6 +93,7 @@ func (d *auditDev) MediaChange(*iflib.Context) error {
 	d.hook("MediaChange")
 	return nil
 }
+func (d *auditDev) LinkIntrEnable(*iflib.Context) { d.hook("LinkIntrEnable") }
 
 var (
 	_ iflib.MTUSetter        = (*auditDev)(nil)
@@ -101,6 +103,7 @@ var (
 	_ iflib.RestartNeeder    = (*auditDev)(nil)
 	_ iflib.MediaStatuser    = (*auditDev)(nil)
 	_ iflib.MediaChanger     = (*auditDev)(nil)
+	_ iflib.LinkIntrEnabler  = (*auditDev)(nil)
 	_ iflib.QueuesFreer      = (*auditDev)(nil)
 	_ iflib.CounterGetter    = (*auditDev)(nil)
 	_ iflib.QueueIntrEnabler = (*auditDev)(nil)
@@ -142,7 +145,7 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 	points := []string{"TxQueuesAlloc", "RxQueuesAlloc", "IntrEnable", "IntrDisable", "Detach", "QueuesFree",
 		"GetCounter", "RxQueueIntrEnable", "TxQueueIntrEnable", "TxdEncap", "TxdFlush", "TxdCreditsUpdate",
 		"RxdAvailable", "RxdPktGet", "RxdRefill", "RxdFlush",
-		"MTUSet", "PromiscSet", "MultiSet", "VLANRegister", "VLANUnregister", "NeedsRestart", "MediaStatus", "MediaChange"}
+		"MTUSet", "PromiscSet", "MultiSet", "VLANRegister", "VLANUnregister", "NeedsRestart", "MediaStatus", "MediaChange", "LinkIntrEnable"}
 	lifecycleErrs := []error{iflib.ErrDeferred, iflib.ErrDetached, iflib.ErrRegistering, iflib.ErrBusy}
 	ctlErrs := []error{iflib.ErrReentrant, iflib.ErrDetached, iflib.ErrNotSupported, iflib.ErrConfig, iflib.ErrBusy}
 	for _, point := range points {
@@ -222,7 +225,10 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 				}
 				_ = f.ctx.Transmit(pkt(t, z, 100, 1))
 				_ = f.ctx.Counter(iflib.IfCounterOPackets)
-				// The control calls, which reach the IFDI control methods.
+				// An admin pass (IFDI_UPDATE_ADMIN_STATUS, IFDI_LINK_INTR_ENABLE),
+				// then the control calls, which reach the IFDI control methods.
+				f.ctx.AdminIntr()
+				time.Sleep(2 * time.Millisecond)
 				f.ctx.MediaAdd(iflib.Media1000T | iflib.MediaFDX)
 				for _, call := range []func() error{
 					func() error { return f.ctx.SetMTU(1400) },
