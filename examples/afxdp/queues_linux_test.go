@@ -62,7 +62,9 @@ func TestTwoQueues(t *testing.T) {
 
 // TestLinkState: the driver follows the interface's operational state:
 // the peer going down takes the link down (Transmit fails with
-// ErrLinkDown), and back up.
+// ErrLinkDown), and back up. While it is down, with nothing queued and
+// the timer ticking every millisecond, TxBacklog stays 0 (review P7: it
+// counted the TX task's mp_ring sentinels, 2046 of them).
 func TestLinkState(t *testing.T) {
 	needAFXDP(t)
 	rig := newRig(t, RigConfig{})
@@ -70,9 +72,12 @@ func TestLinkState(t *testing.T) {
 	u := newUMEM(t, 2048)
 	txz, err := u.NewZone("tx", 8)
 	require.NoError(t, err)
-	_, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
+	_, ic := startDriver(t, rig, Config{Interface: p.A, UMEM: u, NRxd: 64, NTxd: 64},
+		iflib.Attachment{Config: iflib.Config{RxZoneSize: 256, TimerInterval: time.Millisecond}})
 	require.NoError(t, rig.SetLink(p.B, false))
 	require.True(t, waitFor(t, 2*time.Second, func() bool { return ic.LinkState() == iflib.LinkStateDown }), "link stayed %v", ic.LinkState())
+	time.Sleep(100 * time.Millisecond) // a hundred timer ticks
+	assert.Zero(t, ic.TxBacklog(0), "backlog with nothing queued")
 	m, _ := txz.Get()
 	m.Append(make([]byte, 60))
 	assert.ErrorIs(t, ic.Transmit(m), iflib.ErrLinkDown)
