@@ -113,6 +113,37 @@ func CompleteChecksum(frame []byte) bool {
 	return true
 }
 
+// l4Candidate says, from a frame's first bytes, whether it may be one
+// CompleteChecksum completes: unfragmented IPv4 or IPv6 (optionally behind
+// one 802.1Q tag) carrying TCP or UDP.
+func l4Candidate(b []byte) bool {
+	if len(b) < 14 {
+		return false
+	}
+	et := binary.BigEndian.Uint16(b[12:14])
+	b = b[14:]
+	if et == 0x8100 {
+		if len(b) < 4 {
+			return false
+		}
+		et = binary.BigEndian.Uint16(b[2:4])
+		b = b[4:]
+	}
+	var proto byte
+	switch {
+	case et == 0x0800 && len(b) >= 20:
+		if binary.BigEndian.Uint16(b[6:8])&0x3fff != 0 {
+			return false
+		}
+		proto = b[9]
+	case et == 0x86dd && len(b) >= 40:
+		proto = b[6]
+	default:
+		return false
+	}
+	return proto == 6 || proto == 17
+}
+
 // sum16 adds b as big-endian 16-bit words (an odd last byte padded with
 // zero) to acc, without folding.
 func sum16(b []byte, acc uint64) uint64 {

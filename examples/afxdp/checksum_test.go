@@ -211,6 +211,9 @@ func FuzzCompleteChecksum(f *testing.F) {
 			}
 			return
 		}
+		if !l4Candidate(frame) {
+			t.Fatal("completed a frame l4Candidate rules out (multi-buffer frames would miss it)")
+		}
 		diff := 0
 		for i := range c {
 			if c[i] != frame[i] {
@@ -221,4 +224,24 @@ func FuzzCompleteChecksum(f *testing.F) {
 			t.Fatalf("completed frame: %d bytes changed, verifies %v", diff, verifies(c))
 		}
 	})
+}
+
+// TestL4Candidate: the first-buffer filter of multi-buffer frames passes
+// every frame CompleteChecksum may complete and rules out the rest.
+func TestL4Candidate(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		for _, vlan := range []bool{false, true} {
+			for _, proto := range []byte{6, 17} {
+				full, at := csumFrame(v6, vlan, proto, []byte("payload"))
+				assert.True(t, l4Candidate(partial(full, at)), "v6 %v vlan %v proto %d", v6, vlan, proto)
+			}
+		}
+	}
+	icmp, _ := csumFrame(false, false, 1, nil)
+	assert.False(t, l4Candidate(icmp))
+	frag, _ := csumFrame(false, false, 6, []byte("x"))
+	frag[14+6] |= 0x20 // IP_MF
+	assert.False(t, l4Candidate(frag))
+	assert.False(t, l4Candidate(TestFrame(make([]byte, 64), 64, make([]byte, 6), make([]byte, 6), 1)))
+	assert.False(t, l4Candidate(nil))
 }

@@ -113,8 +113,7 @@
 // peer's GSO off itself while a program is attached.
 //
 // Limits: the interface is followed by index (a deleted and recreated
-// interface of the same name is not picked up); partial checksums are
-// completed only in single-buffer frames; the multicast list
+// interface of the same name is not picked up); the multicast list
 // (IFDI_MULTI_SET) and VLAN filters are not programmed (a veth passes
 // everything; AF_XDP sees frames before any of them). Available says why
 // the driver cannot run here: it checks capabilities (CAP_NET_ADMIN,

@@ -270,17 +270,40 @@ const ethCRCLen = 4
 
 // completeChecksums finishes the checksums Linux senders left partial
 // (CompleteChecksum) in a received batch, which the driver's input
-// wrapper owns until it passes the batch on. Packets are single buffers
-// (receive is single-buffer; copied small frames too).
+// wrapper owns until it passes the batch on. It runs on queue qid's RX
+// task. A multi-buffer frame (a chain) carrying TCP or UDP is copied into
+// the queue's scratch buffer, completed there and, if that changed it,
+// copied back: jumbo frames pay a copy for it.
 func (d *Driver) completeChecksums(qid int, pkts []*iflib.Packet) {
+	if qid < 0 || qid >= len(d.q) {
+		return
+	}
+	q := d.q[qid]
 	var n uint64
 	for _, m := range pkts {
-		if m.Next == nil && CompleteChecksum(m.Bytes()) {
+		if m.Next == nil {
+			if CompleteChecksum(m.Bytes()) {
+				n++
+			}
+			continue
+		}
+		if !l4Candidate(m.Bytes()) {
+			continue
+		}
+		buf := q.csumBuf[:0]
+		for p := m; p != nil; p = p.Next {
+			buf = append(buf, p.Bytes()...)
+		}
+		q.csumBuf = buf
+		if CompleteChecksum(buf) {
 			n++
+			for p := m; p != nil; p = p.Next {
+				buf = buf[copy(p.Bytes(), buf):]
+			}
 		}
 	}
-	if n > 0 && qid >= 0 && qid < len(d.q) {
-		d.q[qid].st.csumDone.Add(n)
+	if n > 0 {
+		q.st.csumDone.Add(n)
 	}
 }
 

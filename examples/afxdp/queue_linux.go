@@ -35,6 +35,7 @@ type queue struct {
 	fillBacklog []uint64
 	txChecked   uint32 // TX producer up to which the checker has seen the frames
 	scratch     []byte
+	csumBuf     []byte // RX task's: a multi-buffer frame whose checksum is completed
 
 	rxArmed atomic.Bool // RX interrupt enabled (IFDI_RX_QUEUE_INTR_ENABLE)
 	// kickDeferred says a TX kick is owed: TxdFlush published descriptors
