@@ -242,6 +242,8 @@ func TestL4Candidate(t *testing.T) {
 	frag, _ := csumFrame(false, false, 6, []byte("x"))
 	frag[14+6] |= 0x20 // IP_MF
 	assert.False(t, l4Candidate(frag))
-	assert.False(t, l4Candidate(TestFrame(make([]byte, 64), 64, make([]byte, 6), make([]byte, 6), 1)))
+	other := make([]byte, 64)
+	other[12], other[13] = 0x88, 0xb5 // EtherTypeTest
+	assert.False(t, l4Candidate(other))
 	assert.False(t, l4Candidate(nil))
 }
