@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goiflib/goiflib/examples/simnic"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -278,4 +280,64 @@ type keepCtx struct {
 func (k *keepCtx) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 	k.keep(ic)
 	return k.auditDev.AttachPre(ic, sc)
+}
+
+// Issue 20's watchdog class (docs/edges.md): a queue the device stopped
+// completing is not reset while the link is down (a queue is frozen only
+// with the link up, as iflib_timer checks IFF_DRV_RUNNING and the link);
+// once the link is back and the queue takes on new work, the same hang is
+// found and reset — the check was not merely inert.
+func TestTxWatchdogLinkDownNotReset(t *testing.T) {
+	for _, mode := range txModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode, TimerInterval: 20 * time.Millisecond}})
+			z := f.zone(iflib.MCLBytes, 256)
+			require.NoError(t, f.ctx.Init())
+			f.mu.Lock()
+			f.hold = true
+			f.mu.Unlock()
+			for i := 0; i < 5; i++ {
+				require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
+			}
+			f.ctx.LinkStateChange(iflib.LinkStateDown, 0)
+			time.Sleep(300 * time.Millisecond) // 15 periods, 4 would reset
+			require.Zero(t, f.ctx.WatchdogEvents(), "a queue was reset with the link down")
+			f.ctx.LinkStateChange(iflib.LinkStateUp, 1e9)
+			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 9))) // new work on the frozen queue: arms
+			eventually(t, "the watchdog once the link is up", func() bool { return f.ctx.WatchdogEvents() >= 1 })
+			f.mu.Lock()
+			f.hold = false
+			f.mu.Unlock()
+			eventually(t, "running again", f.ctx.Running)
+			f.close(z)
+		})
+	}
+}
+
+// The quiet case of TestTxWatchdogQuietDeferredWriteBackNotReset with ixl's
+// head write-back instead of em's DD bits: the head the device writes back
+// late is the completion report; a quiet queue is not reset, in every TX
+// mode.
+func TestTxWatchdogQuietDeferredHeadWriteBackNotReset(t *testing.T) {
+	for _, mode := range txModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			rec := &simnictest.Recorder{}
+			r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, WBThresh: 2, WBDelay: time.Second,
+				TxCompletion: simnic.TxCompletionHeadWB},
+				Config: iflib.Config{TxMode: mode, NoTxBatch: true, TimerInterval: 20 * time.Millisecond}, Peer: rec})
+			for i := 0; i < 2; i++ {
+				sendRetry(t, r, simnictest.FrameSpec{Seq: uint32(i), Len: 100})
+			}
+			eventually(t, "two completions harvested", func() bool {
+				v, _ := r.Ctx.SysctlValue("dev.simnic.0.iflib.txq0.txq_processed")
+				return v.(uint64) >= 2
+			})
+			sendRetry(t, r, simnictest.FrameSpec{Seq: 2, Len: 100})
+			eventually(t, "the third frame on the wire", func() bool { return rec.Len() == 3 })
+			time.Sleep(300 * time.Millisecond) // 15 periods, its completion held back
+			v, _ := r.Ctx.SysctlValue("dev.simnic.0.iflib.txq0.txq_processed")
+			require.EqualValues(t, 2, v, "the third completion was written back early: the test shows nothing")
+			require.Zero(t, r.Ctx.WatchdogEvents(), "a quiet queue with a deferred head write-back was reset")
+		})
+	}
 }
