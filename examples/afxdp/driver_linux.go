@@ -348,9 +348,14 @@ func (d *Driver) Bus() *busdma.Device { return d.bus }
 // IfIndex is the interface index in its namespace.
 func (d *Driver) IfIndex() int { return d.ifindex }
 
-// HardwareAddr is the interface's MAC address as Attach found it (a copy).
-// iflib has no if_getlladdr yet; a stack on this driver uses this.
-func (d *Driver) HardwareAddr() net.HardwareAddr { return slices.Clone(d.mac) }
+// HardwareAddr is the interface's MAC address as the driver last read
+// (Attach) or set it (Init programs Context.MAC): a copy. It equals
+// Context.MAC() while the interface runs. Safe at any time.
+func (d *Driver) HardwareAddr() net.HardwareAddr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.mac)
+}
 
 // ZeroCopy reports whether the sockets of the last Init bound with
 // XDP_ZEROCOPY.
