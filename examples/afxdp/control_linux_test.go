@@ -2,6 +2,8 @@ package afxdp
 
 import (
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -233,4 +235,53 @@ func TestMTUBehindTheDriver(t *testing.T) {
 			require.NoError(t, ic.Detach())
 		})
 	}
+}
+
+// devMcast is the global multicast entries of an interface of the rig
+// (/proc/net/dev_mcast, "index name users global address"), as
+// "01005e000001"-style hex.
+func devMcast(t *testing.T, rig *Rig, name string) []string {
+	t.Helper()
+	var b []byte
+	require.NoError(t, rig.Do(func() error {
+		var err error
+		b, err = os.ReadFile("/proc/thread-self/net/dev_mcast")
+		return err
+	}))
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 5 && f[1] == name && f[3] == "1" {
+			out = append(out, f[4])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMulticast: the context's multicast list reaches the interface
+// (IFDI_MULTI_SET → SIOCADDMULTI/SIOCDELMULTI) and the kernel shows it;
+// an Init programs the list again; Detach removes what the driver added
+// and leaves an entry the interface had before.
+func TestMulticast(t *testing.T) {
+	needAFXDP(t)
+	rig := newRig(t, RigConfig{})
+	p := rig.Pairs[0]
+	owner := [6]byte{0x01, 0x00, 0x5e, 0x7f, 0x00, 0x09}
+	require.NoError(t, rig.Do(func() error { return multicastIoctl(p.A, owner, true) }))
+	_, ic := startDriver(t, rig, Config{Interface: p.A, NRxd: 64, NTxd: 64}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
+	g1 := iflib.EtherAddr{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
+	g2 := iflib.EtherAddr{0x33, 0x33, 0x00, 0x00, 0x00, 0x01}
+	require.NoError(t, ic.AddMulti(g1))
+	require.NoError(t, ic.AddMulti(g2))
+	require.NoError(t, ic.AddMulti(owner)) // the interface's own: never the driver's to remove
+	assert.Equal(t, []string{"01005e0000fb", "01005e7f0009", "333300000001"}, devMcast(t, rig, p.A))
+	require.NoError(t, ic.DelMulti(g1))
+	assert.Equal(t, []string{"01005e7f0009", "333300000001"}, devMcast(t, rig, p.A))
+	require.NoError(t, ic.Stop())
+	require.NoError(t, ic.AddMulti(g1)) // kept for the next Init
+	require.NoError(t, ic.Init())
+	assert.Equal(t, []string{"01005e0000fb", "01005e7f0009", "333300000001"}, devMcast(t, rig, p.A))
+	require.NoError(t, ic.Detach())
+	assert.Equal(t, []string{"01005e7f0009"}, devMcast(t, rig, p.A), "Detach removes only the driver's entries")
 }

@@ -18,6 +18,7 @@ import (
 //	IFDI_MTU_SET        the interface's MTU (IFLA_MTU), checked against
 //	                    what the UMEM frames can receive
 //	IFDI_PROMISC_SET    IFF_PROMISC, IFF_ALLMULTI (ifinfomsg flags)
+//	IFDI_MULTI_SET      the multicast list (SIOCADDMULTI, SIOCDELMULTI)
 //	iflib_set_mac       the interface's address at attach; IFDI_INIT
 //	                    programs Context.MAC (IFLA_ADDRESS)
 //	link interrupt      RTM_NEWLINK notifications: oper state, speed
@@ -181,6 +182,65 @@ func (d *Driver) setFlags(want uint32) error {
 	return nil
 }
 
+// MultiSet is IFDI_MULTI_SET: the interface's multicast list gets the
+// context's (Context.Multicast) as global entries (SIOCADDMULTI and
+// SIOCDELMULTI, what `ip maddr add|del` does; /proc/net/dev_mcast shows
+// them), so that a NIC's filter passes those groups to the XDP program.
+// Only the entries the driver added are ever removed (one the interface
+// had before is left alone: the kernel keeps one global use per
+// address); Detach removes them all.
+func (d *Driver) MultiSet(ic *iflib.Context) error {
+	want := ic.Multicast()
+	return d.ns.do(func() error {
+		had, err := globalMulticast(d.cfg.Interface)
+		if err != nil {
+			return fmt.Errorf("afxdp: read the multicast list of %s: %w", d.cfg.Interface, err)
+		}
+		for _, a := range want {
+			if slices.Contains(d.multi, a) || slices.Contains(had, [6]byte(a)) {
+				continue
+			}
+			if err := multicastIoctl(d.cfg.Interface, a, true); err != nil {
+				return d.multiErr("add", a, err)
+			}
+			d.multi = append(d.multi, a)
+		}
+		for i := 0; i < len(d.multi); {
+			if a := d.multi[i]; !slices.Contains(want, a) {
+				if err := multicastIoctl(d.cfg.Interface, a, false); err != nil && !errors.Is(err, unix.ENOENT) {
+					return d.multiErr("delete", a, err)
+				}
+				d.multi = slices.Delete(d.multi, i, i+1)
+				continue
+			}
+			i++
+		}
+		return nil
+	})
+}
+
+func (d *Driver) multiErr(op string, a iflib.EtherAddr, err error) error {
+	if errors.Is(err, unix.EPERM) {
+		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return fmt.Errorf("afxdp: %s multicast address %v on %s: %w", op, a, d.cfg.Interface, err)
+}
+
+// dropMulti removes the multicast entries the driver added (Detach).
+func (d *Driver) dropMulti() error {
+	var errs []error
+	_ = d.ns.do(func() error {
+		for _, a := range d.multi {
+			if err := multicastIoctl(d.cfg.Interface, a, false); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
+				errs = append(errs, d.multiErr("delete", a, err))
+			}
+		}
+		return nil
+	})
+	d.multi = nil
+	return errors.Join(errs...)
+}
+
 // restoreFlags gives the interface back the flags Attach found.
 func (d *Driver) restoreFlags() error {
 	if d.nl == nil || d.ifindex == 0 {
@@ -226,7 +286,10 @@ func (d *Driver) program(ic *iflib.Context) error {
 			d.mu.Unlock()
 		}
 	}
-	return d.PromiscSet(ic, ic.Flags())
+	if err := d.PromiscSet(ic, ic.Flags()); err != nil {
+		return err
+	}
+	return d.MultiSet(ic)
 }
 
 // addMedia lists the media (ifmedia_add): autoselect, and the medium of

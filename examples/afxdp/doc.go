@@ -61,7 +61,8 @@
 // set on the interface; the kernel's own refusal is reported with its
 // reason), the MAC address (read at Attach, iflib_set_mac; IFDI_INIT
 // programs Context.MAC), IFF_PROMISC and IFF_ALLMULTI (IFDI_PROMISC_SET;
-// Detach restores the flags Attach found), and the link: RTM_NEWLINK
+// Detach restores the flags Attach found), the multicast list
+// (IFDI_MULTI_SET: SIOCADDMULTI, as `ip maddr add`), and the link: RTM_NEWLINK
 // notifications report its state and, from ETHTOOL_GSET, its speed
 // (iflib_link_state_change, so Context.SubscribeLink sees them). An MTU
 // set on the interface behind the driver's back is noticed there too: one
@@ -113,9 +114,8 @@
 // peer's GSO off itself while a program is attached.
 //
 // Limits: the interface is followed by index (a deleted and recreated
-// interface of the same name is not picked up); the multicast list
-// (IFDI_MULTI_SET) and VLAN filters are not programmed (a veth passes
-// everything; AF_XDP sees frames before any of them). Available says why
+// interface of the same name is not picked up); VLAN filters are not
+// programmed (IFDI_VLAN_REGISTER: a veth passes every tag). Available says why
 // the driver cannot run here: it checks capabilities (CAP_NET_ADMIN,
 // CAP_NET_RAW, CAP_BPF or CAP_SYS_ADMIN), not root.
 package afxdp

@@ -58,6 +58,9 @@ type Driver struct {
 	// driver's back, is one the driver cannot receive: the link is
 	// reported down until it is fixed.
 	mtuRefused atomic.Bool
+	// multi are the multicast addresses MultiSet added to the interface
+	// (IFDI lifecycle, serialized by iflib's CTX_LOCK).
+	multi []iflib.EtherAddr
 
 	q []*queue
 
@@ -79,6 +82,7 @@ var (
 	_ iflib.AdminStatusUpdater = (*Driver)(nil)
 	_ iflib.MTUSetter          = (*Driver)(nil)
 	_ iflib.PromiscSetter      = (*Driver)(nil)
+	_ iflib.MultiSetter        = (*Driver)(nil)
 )
 
 // Shared is the driver's if_shared_ctx for a UMEM frame size: one
@@ -516,12 +520,12 @@ func (d *Driver) Stop(ic *iflib.Context) {
 
 // Detach is IFDI_DETACH: release what Attach took and give the
 // interface back its promiscuous and all-multicast flags as Attach found
-// them (its MTU and MAC address stay as the driver last set them, as `ip
-// link set` leaves them). A busdma map still loaded on the bus device is
+// them and remove the multicast entries it added (its MTU and MAC address
+// stay as the driver last set them, as `ip link set` leaves them). A busdma map still loaded on the bus device is
 // reported (busdma.ErrLeak).
 func (d *Driver) Detach(ic *iflib.Context) error {
 	d.teardown()
-	err := d.restoreFlags()
+	err := errors.Join(d.restoreFlags(), d.dropMulti())
 	return errors.Join(err, d.releaseAttach())
 }
 

@@ -1,8 +1,11 @@
 package afxdp
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -50,6 +53,60 @@ type ethtoolCmd struct {
 	ethTpMdixCtrl uint8
 	lpAdvertising uint32
 	reserved      [2]uint32
+}
+
+// ifreqHW is struct ifreq with ifr_hwaddr (a struct sockaddr), as
+// SIOCADDMULTI and SIOCDELMULTI take it.
+type ifreqHW struct {
+	name   [unix.IFNAMSIZ]byte
+	family uint16
+	data   [14]byte
+	_      [8]byte
+}
+
+// multicastIoctl is SIOCADDMULTI (add) or SIOCDELMULTI on ifname
+// (dev_mc_add_global, dev_mc_del_global: what `ip maddr add` does), in the
+// calling thread's namespace.
+func multicastIoctl(ifname string, addr [6]byte, add bool) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	req := ifreqHW{family: unix.AF_UNSPEC}
+	copy(req.name[:unix.IFNAMSIZ-1], ifname)
+	copy(req.data[:], addr[:])
+	op := uintptr(unix.SIOCDELMULTI)
+	if add {
+		op = unix.SIOCADDMULTI
+	}
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), op, uintptr(unsafe.Pointer(&req))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// globalMulticast lists the global multicast entries of ifname
+// (/proc/net/dev_mcast of the calling thread's namespace: "index name
+// users global address").
+func globalMulticast(ifname string) ([][6]byte, error) {
+	b, err := os.ReadFile("/proc/thread-self/net/dev_mcast")
+	if err != nil {
+		return nil, err
+	}
+	var out [][6]byte
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 || f[1] != ifname || f[3] != "1" {
+			continue
+		}
+		var a [6]byte
+		if h, err := hex.DecodeString(f[4]); err == nil && len(h) == 6 {
+			copy(a[:], h)
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // speedUnknown is SPEED_UNKNOWN (-1 as a u32; its low 16 bits in speed).
