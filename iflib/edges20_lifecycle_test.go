@@ -164,7 +164,11 @@ func TestStopNeverFreesWhatASenderHolds(t *testing.T) {
 	for _, mode := range []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR} {
 		for _, then := range []string{"init", "detach"} {
 			t.Run(mode.String()+"-"+then, func(t *testing.T) {
-				f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode, StopTimeout: 20 * time.Millisecond, TimerInterval: time.Hour}})
+				// drbr: no deferral, so the stuck encap is the sender's own
+				// (a TX task stuck there would hold Stop, which waits for
+				// the tasks).
+				f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode, StopTimeout: 20 * time.Millisecond, TimerInterval: time.Hour,
+					DRBRMaxProducers: -1}})
 				z := f.zone(iflib.MCLBytes, 256)
 				require.NoError(t, f.ctx.Init())
 				for i := 0; i < 5; i++ {
@@ -176,6 +180,18 @@ func TestStopNeverFreesWhatASenderHolds(t *testing.T) {
 				f.mu.Unlock()
 				for i := 0; i < 3; i++ {
 					require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
+				}
+				// Let the TX task (woken by the first frames' completions) go
+				// idle, so that the sender below is the consumer that encaps
+				// its own packet (mpring: the producer of an idle ring).
+				runs := txStats(t, f.ctx).TaskRuns
+				for still := 0; still < 3; {
+					time.Sleep(10 * time.Millisecond)
+					if r := txStats(t, f.ctx).TaskRuns; r != runs {
+						runs, still = r, 0
+					} else {
+						still++
+					}
 				}
 				entered, release := make(chan struct{}), make(chan struct{})
 				f.mu.Lock()

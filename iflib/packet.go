@@ -17,14 +17,18 @@ const (
 type HashType uint8
 
 const (
-	HashNone      HashType = 0    // M_HASHTYPE_NONE
-	HashOpaque    HashType = 1    // M_HASHTYPE_OPAQUE
-	HashRSSIPv4   HashType = 0x81 // M_HASHTYPE_RSS_IPV4
-	HashRSSTCPv4  HashType = 0x82 // M_HASHTYPE_RSS_TCP_IPV4
-	HashRSSUDPv4  HashType = 0x89 // M_HASHTYPE_RSS_UDP_IPV4
-	HashRSSIPv6   HashType = 0x83 // M_HASHTYPE_RSS_IPV6
-	HashRSSTCPv6  HashType = 0x84 // M_HASHTYPE_RSS_TCP_IPV6
-	HashOpaqueRSS HashType = 0x41 // M_HASHTYPE_OPAQUE_HASH
+	HashNone       HashType = 0    // M_HASHTYPE_NONE
+	HashOpaque     HashType = 1    // M_HASHTYPE_OPAQUE
+	HashRSSIPv4    HashType = 0x81 // M_HASHTYPE_RSS_IPV4
+	HashRSSTCPv4   HashType = 0x82 // M_HASHTYPE_RSS_TCP_IPV4
+	HashRSSUDPv4   HashType = 0x87 // M_HASHTYPE_RSS_UDP_IPV4
+	HashRSSIPv6    HashType = 0x83 // M_HASHTYPE_RSS_IPV6
+	HashRSSTCPv6   HashType = 0x84 // M_HASHTYPE_RSS_TCP_IPV6
+	HashRSSUDPv6   HashType = 0x89 // M_HASHTYPE_RSS_UDP_IPV6
+	HashRSSIPv6Ex  HashType = 0x85 // M_HASHTYPE_RSS_IPV6_EX
+	HashRSSTCPv6Ex HashType = 0x86 // M_HASHTYPE_RSS_TCP_IPV6_EX
+	HashRSSUDPv6Ex HashType = 0x8a // M_HASHTYPE_RSS_UDP_IPV6_EX
+	HashOpaqueRSS  HashType = 0x41 // M_HASHTYPE_OPAQUE_HASH
 )
 
 // CsumFlags are m_pkthdr.csum_flags: offload requests on TX, results on RX.

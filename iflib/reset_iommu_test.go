@@ -87,12 +87,18 @@ func TestRxResetUnderIOMMUNoStaleDescriptors(t *testing.T) {
 	}
 }
 
-// makeFrame is an n-byte frame carrying id and a pattern derived from it.
+// makeFrame is an n-byte Ethernet frame (n ≥ 22) to the broadcast address
+// (which a NIC's receive filter passes, as it would not a random
+// destination), EtherType 0x88b5 (local experimental), carrying id, n and
+// a pattern derived from id.
 func makeFrame(id uint32, n int) []byte {
 	b := make([]byte, n)
-	binary.BigEndian.PutUint32(b[0:4], id)
-	binary.BigEndian.PutUint32(b[4:8], uint32(n))
-	for i := 8; i < n; i++ {
+	copy(b[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(b[6:12], []byte{0x02, 0, 0, 0, 0, 0x99})
+	binary.BigEndian.PutUint16(b[12:14], 0x88b5)
+	binary.BigEndian.PutUint32(b[14:18], id)
+	binary.BigEndian.PutUint32(b[18:22], uint32(n))
+	for i := 22; i < n; i++ {
 		b[i] = byte(id) ^ byte(i*13)
 	}
 	return b
@@ -100,14 +106,14 @@ func makeFrame(id uint32, n int) []byte {
 
 // checkFrame verifies a frame made by makeFrame and returns its id.
 func checkFrame(b []byte) (uint32, bool) {
-	if len(b) < 8 {
+	if len(b) < 22 {
 		return 0, false
 	}
-	id := binary.BigEndian.Uint32(b[0:4])
-	if int(binary.BigEndian.Uint32(b[4:8])) != len(b) {
+	id := binary.BigEndian.Uint32(b[14:18])
+	if int(binary.BigEndian.Uint32(b[18:22])) != len(b) {
 		return id, false
 	}
-	for i := 8; i < len(b); i++ {
+	for i := 22; i < len(b); i++ {
 		if b[i] != byte(id)^byte(i*13) {
 			return id, false
 		}
