@@ -190,6 +190,14 @@ func TestTransmitCyclicChain(t *testing.T) {
 	_, err := f.ctx.TransmitBatch([]*iflib.Packet{cyc()})
 	require.ErrorIs(t, err, iflib.ErrBadLength)
 	assert.Equal(t, before+2, txStats(t, f.ctx).OErrors)
+	// The chain helpers end too.
+	a, b := pkt(t, z, 10, 1), pkt(t, z, 10, 2)
+	a.Next, b.Next = b, a
+	assert.Equal(t, iflib.MaxChainBufs+1, a.NumBufs())
+	assert.Equal(t, 10*iflib.MaxChainBufs, a.ChainLen())
+	b.Next = nil
+	assert.Equal(t, 2, a.NumBufs())
+	a.Free()
 	require.NoError(t, f.ctx.Stop())
 	f.close(z)
 }

@@ -132,19 +132,23 @@ func (p *Packet) SetLen(n int) {
 	p.n = n
 }
 
-// ChainLen sums m_len over the chain (what m_pkthdr.len must equal).
+// ChainLen sums m_len over the chain (what m_pkthdr.len must equal). It
+// stops after MaxChainBufs buffers (a cyclic chain would never end), so a
+// chain longer than that, which Transmit refuses, gives a partial sum.
 func (p *Packet) ChainLen() int {
-	t := 0
-	for q := p; q != nil; q = q.Next {
+	t, n := 0, 0
+	for q := p; q != nil && n < MaxChainBufs; q = q.Next {
 		t += q.n
+		n++
 	}
 	return t
 }
 
-// NumBufs counts the buffers in the chain.
+// NumBufs counts the buffers in the chain, at most MaxChainBufs + 1 (a
+// cyclic chain gives that).
 func (p *Packet) NumBufs() int {
 	c := 0
-	for q := p; q != nil; q = q.Next {
+	for q := p; q != nil && c <= MaxChainBufs; q = q.Next {
 		c++
 	}
 	return c
