@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -284,4 +285,22 @@ func TestMulticast(t *testing.T) {
 	assert.Equal(t, []string{"01005e0000fb", "01005e7f0009", "333300000001"}, devMcast(t, rig, p.A))
 	require.NoError(t, ic.Detach())
 	assert.Equal(t, []string{"01005e7f0009"}, devMcast(t, rig, p.A), "Detach removes only the driver's entries")
+}
+
+// TestMACBehindTheDriver: a MAC address set on the interface behind the
+// driver's back (`ip link set … address`) is followed: the context's MAC
+// (what a stack above sends with) becomes the interface's.
+func TestMACBehindTheDriver(t *testing.T) {
+	needAFXDP(t)
+	rig := newRig(t, RigConfig{})
+	p := rig.Pairs[0]
+	var logs logSink
+	d, ic := startDriver(t, rig, Config{Interface: p.A, NRxd: 64, NTxd: 64, Logf: logs.logf}, iflib.Attachment{Config: iflib.Config{RxZoneSize: 256}})
+	mac := net.HardwareAddr{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+	require.NoError(t, rig.Netlink().LinkSetHardwareAddr(mustLink(t, rig, p.A), mac))
+	require.Eventually(t, func() bool { return ic.MAC().String() == mac.String() }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, mac.String(), d.HardwareAddr().String())
+	assert.True(t, logs.has("MAC address changed outside the driver from "+p.AMAC.String()+" to "+mac.String()))
+	require.Eventually(t, func() bool { return ic.LinkState() == iflib.LinkStateUp }, 5*time.Second, time.Millisecond)
+	require.NoError(t, ic.Detach())
 }

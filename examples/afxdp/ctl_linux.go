@@ -330,6 +330,24 @@ func (d *Driver) mtuChanged(mtu int) {
 	d.followMTU(old, mtu)
 }
 
+// macChanged makes iflib follow a MAC address set on the interface
+// behind the driver's back (Context.SetMAC, from a goroutine of its own:
+// the reinit stops this link monitor), so that the stack above sends with
+// the address the interface receives for.
+func (d *Driver) macChanged(old, mac net.HardwareAddr) {
+	a := iflib.EtherAddr(mac)
+	d.logf("afxdp: %s: MAC address changed outside the driver from %v to %v; following it (Context.SetMAC)", d.cfg.Interface, old, mac)
+	d.mu.Lock()
+	d.mac = slices.Clone(mac)
+	d.mu.Unlock()
+	go func() {
+		err := d.ic.SetMAC(a)
+		if err != nil && !errors.Is(err, iflib.ErrDetached) && !errors.Is(err, iflib.ErrNotRunning) {
+			d.logf("afxdp: %s: following MAC address %v failed: %v", d.cfg.Interface, mac, err)
+		}
+	}()
+}
+
 func (d *Driver) logf(format string, args ...any) {
 	if d.cfg.Logf != nil {
 		d.cfg.Logf(format, args...)

@@ -64,8 +64,9 @@
 // Detach restores the flags Attach found), the multicast list
 // (IFDI_MULTI_SET: SIOCADDMULTI, as `ip maddr add`), and the link: RTM_NEWLINK
 // notifications report its state and, from ETHTOOL_GSET, its speed
-// (iflib_link_state_change, so Context.SubscribeLink sees them). An MTU
-// set on the interface behind the driver's back is noticed there too: one
+// (iflib_link_state_change, so Context.SubscribeLink sees them). A MAC
+// address set on the interface behind the driver's back is followed
+// (Context.SetMAC), and so is an MTU: one
 // the driver can receive is followed (Context.SetMTU), one it cannot
 // takes the link down with a notice through Config.Logf until it is set
 // back, instead of the kernel dropping every larger frame silently.

@@ -473,10 +473,7 @@ func (d *Driver) Init(ic *iflib.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if a := l.Attrs(); int64(a.MTU) != d.mtu.Load() {
-		d.mtuChanged(a.MTU)
-	}
-	d.reportLink(l.Attrs())
+	d.linkChanged(l.Attrs())
 	return nil
 }
 

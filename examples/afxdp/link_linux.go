@@ -3,6 +3,7 @@ package afxdp
 import (
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -51,10 +52,7 @@ func startLinkMonitor(d *Driver) (*linkMonitor, error) {
 		// netlink closes ch when its socket is closed (after done).
 		for u := range ch {
 			if a := u.Attrs(); a != nil && a.Index == d.ifindex {
-				if a.MTU > 0 && int64(a.MTU) != d.mtu.Load() {
-					d.mtuChanged(a.MTU)
-				}
-				d.reportLink(a)
+				d.linkChanged(a)
 			}
 		}
 	}()
@@ -65,6 +63,23 @@ func startLinkMonitor(d *Driver) (*linkMonitor, error) {
 func (m *linkMonitor) stop() {
 	close(m.done)
 	<-m.exited
+}
+
+// linkChanged follows an RTM_NEWLINK of the interface: an MTU or MAC
+// address changed behind the driver's back, then the state and speed.
+func (d *Driver) linkChanged(a *netlink.LinkAttrs) {
+	if a.MTU > 0 && int64(a.MTU) != d.mtu.Load() {
+		d.mtuChanged(a.MTU)
+	}
+	if len(a.HardwareAddr) == 6 {
+		d.mu.Lock()
+		old := slices.Clone(d.mac)
+		d.mu.Unlock()
+		if !slices.Equal(old, a.HardwareAddr) {
+			d.macChanged(net.HardwareAddr(old), a.HardwareAddr)
+		}
+	}
+	d.reportLink(a)
 }
 
 // reportLink is iflib_link_state_change with the interface's state and,
