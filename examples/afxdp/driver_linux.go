@@ -130,6 +130,10 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 		return nil, err
 	}
 	if d.ns.isSet() {
+		// The netlink library loses setns's errno: try the switch first.
+		if err := d.ns.do(func() error { return nil }); err != nil {
+			return nil, err
+		}
 		d.nl, err = netlink.NewHandleAt(d.ns.h)
 	} else {
 		d.nl, err = netlink.NewHandle()

@@ -1,11 +1,13 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
 
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // netNS is a network namespace the driver works in: the interface index,
@@ -46,6 +48,10 @@ func (n netNS) do(fn func() error) error {
 	defer orig.Close()
 	if err := netns.Set(n.h); err != nil {
 		runtime.UnlockOSThread()
+		if errors.Is(err, unix.EPERM) {
+			// setns(2) needs CAP_SYS_ADMIN: cannot run here.
+			return fmt.Errorf("%w: setns into the interface's network namespace: %w", ErrUnavailable, err)
+		}
 		return fmt.Errorf("afxdp: setns: %w", err)
 	}
 	ferr := fn()
