@@ -89,7 +89,9 @@ func TestClosedZoneRefusesUse(t *testing.T) {
 func TestDetachedZoneReturnsMemoryAfterForwarding(t *testing.T) {
 	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 32 << 20, ContigSize: 4 << 20})
 	require.NoError(t, err)
-	b := newFake(t, fakeOpts{space: space, name: "out", cfg: iflib.Config{RxZoneSize: 300}})
+	// No timer on B: its watchdog would reset the queue the test holds
+	// (and free A's packets) before A detaches.
+	b := newFake(t, fakeOpts{space: space, name: "out", cfg: iflib.Config{RxZoneSize: 300, TimerInterval: time.Hour}})
 	require.NoError(t, b.ctx.Init())
 	b.mu.Lock()
 	b.hold = true // B keeps what it is given on its ring

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,6 +34,7 @@ func TestRxPerPacketInput(t *testing.T) {
 		var gets atomic.Int64
 		var f *fakeNIC
 		cfg.RxBudget = 16
+		cfg.TimerInterval = time.Hour // the timer kicks RX queues: no pass before RxIntr
 		f = newFake(t, fakeOpts{cfg: cfg, input: func(_ int, pkts []*iflib.Packet) {
 			c := call{n: len(pkts), gets: gets.Load()}
 			for _, p := range pkts {
