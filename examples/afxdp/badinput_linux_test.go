@@ -1,6 +1,8 @@
 package afxdp
 
 import (
+	"errors"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,9 +17,16 @@ func TestUMEMBadFrameSize(t *testing.T) {
 	for _, fs := range []int{1024, 3000, 2049, 8192, -4096} {
 		_, err := NewUMEM(UMEMConfig{FrameSize: fs, Frames: 16})
 		assert.ErrorIs(t, err, ErrFrameSize, "frame size %d", fs)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "UMEMConfig.FrameSize", ce.Field)
+		assert.Equal(t, fs, ce.Value)
 	}
 	_, err := NewUMEM(UMEMConfig{Frames: -1})
 	assert.ErrorIs(t, err, ErrConfig)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "UMEMConfig.Frames", ce.Field)
 	for _, fs := range []int{2048, 4096} {
 		u, err := NewUMEM(UMEMConfig{FrameSize: fs, Frames: 16})
 		require.NoError(t, err)
@@ -53,19 +62,21 @@ func TestAttachBadInput(t *testing.T) {
 	p := rig.Pairs[0]
 	before := snapshot(t, rig)
 	cases := []struct {
-		name string
-		cfg  Config
-		want error
+		name  string
+		cfg   Config
+		want  error
+		field string // the *ConfigError's Field; "" when the error is not one
 	}{
-		{"missing interface", Config{Interface: "nosuch0"}, ErrNoInterface},
-		{"empty interface", Config{}, ErrNoInterface},
-		{"queue out of range", Config{Interface: p.A, QueueIDs: []int{1}}, ErrQueueID},
-		{"negative queue", Config{Interface: p.A, QueueIDs: []int{-1}}, ErrQueueID},
-		{"repeated queue", Config{Interface: p.A, QueueIDs: []int{0, 0}}, ErrQueueID},
-		{"ring not a power of two", Config{Interface: p.A, NRxd: 1000}, ErrConfig},
-		{"ring too small", Config{Interface: p.A, NTxd: 16}, ErrConfig},
-		{"bad XDP mode", Config{Interface: p.A, XDPMode: 7}, ErrConfig},
-		{"bad namespace", Config{Interface: p.A, NetNS: "/nonexistent/ns"}, ErrConfig},
+		{"missing interface", Config{Interface: "nosuch0"}, ErrNoInterface, ""},
+		{"empty interface", Config{}, ErrNoInterface, "Interface"},
+		{"queue out of range", Config{Interface: p.A, QueueIDs: []int{1}}, ErrQueueID, "QueueIDs"},
+		{"negative queue", Config{Interface: p.A, QueueIDs: []int{-1}}, ErrQueueID, "QueueIDs"},
+		{"repeated queue", Config{Interface: p.A, QueueIDs: []int{0, 0}}, ErrQueueID, "QueueIDs"},
+		{"ring not a power of two", Config{Interface: p.A, NRxd: 1000}, ErrConfig, "NRxd"},
+		{"ring too small", Config{Interface: p.A, NTxd: 16}, ErrConfig, "NTxd"},
+		{"bad XDP mode", Config{Interface: p.A, XDPMode: 7}, ErrConfig, "XDPMode"},
+		{"bad bind mode", Config{Interface: p.A, Bind: -1}, ErrConfig, "Bind"},
+		{"bad namespace", Config{Interface: p.A, NetNS: "/nonexistent/ns"}, ErrConfig, "NetNS"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,6 +87,17 @@ func TestAttachBadInput(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, d)
 			assert.ErrorIs(t, err, c.want)
+			var ce *ConfigError
+			if c.field == "" {
+				assert.False(t, errors.As(err, &ce), "%v", err)
+				return
+			}
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, c.field, ce.Field)
+			assert.Contains(t, err.Error(), c.field+" = ")
+			if c.field == "NetNS" {
+				assert.ErrorIs(t, err, os.ErrNotExist, "the cause is kept")
+			}
 		})
 	}
 	t.Run("UMEM too small", func(t *testing.T) {

@@ -1,7 +1,6 @@
 package afxdp
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -80,13 +79,13 @@ type Config struct {
 
 func (c *Config) resolve() error {
 	if c.Interface == "" {
-		return fmt.Errorf("%w: empty interface name", ErrNoInterface)
+		return cfgErr(ErrNoInterface, "Interface", `""`, "an interface name is required")
 	}
 	c.QueueIDs = slices.Clone(c.QueueIDs)
 	seen := map[int]bool{}
 	for _, q := range c.QueueIDs {
 		if q < 0 || seen[q] {
-			return fmt.Errorf("%w: %v (negative or repeated)", ErrQueueID, c.QueueIDs)
+			return cfgErr(ErrQueueID, "QueueIDs", c.QueueIDs, "queue %d is negative or repeated", q)
 		}
 		seen[q] = true
 	}
@@ -101,14 +100,14 @@ func (c *Config) resolve() error {
 		n    int
 	}{{"NRxd", c.NRxd}, {"NTxd", c.NTxd}} {
 		if v.n < MinRingSize || v.n > MaxRingSize || v.n&(v.n-1) != 0 {
-			return fmt.Errorf("%w: %s = %d: want a power of two in [%d, %d]", ErrConfig, v.name, v.n, MinRingSize, MaxRingSize)
+			return cfgErr(ErrConfig, v.name, v.n, "want a power of two in [%d, %d]", MinRingSize, MaxRingSize)
 		}
 	}
 	if c.XDPMode != XDPNative && c.XDPMode != XDPGeneric {
-		return fmt.Errorf("%w: XDPMode %d", ErrConfig, c.XDPMode)
+		return cfgErr(ErrConfig, "XDPMode", int(c.XDPMode), "want XDPNative or XDPGeneric")
 	}
 	if c.Bind < BindAuto || c.Bind > BindZeroCopy {
-		return fmt.Errorf("%w: Bind %d", ErrConfig, c.Bind)
+		return cfgErr(ErrConfig, "Bind", int(c.Bind), "want BindAuto, BindCopy or BindZeroCopy")
 	}
 	return nil
 }

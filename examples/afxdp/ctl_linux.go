@@ -69,7 +69,7 @@ func (d *Driver) needsMultiBuffer(mtu int) bool { return mtu+ethHdrLen > d.frame
 func (d *Driver) checkMTU(mtu int) error {
 	name := d.cfg.Interface
 	if mtu < iflib.MinMTU {
-		return fmt.Errorf("%w: MTU %d of %s: below ETH_MIN_MTU (%d)", ErrConfig, mtu, name, iflib.MinMTU)
+		return cfgErr(ErrConfig, "MTU", mtu, "%s: below ETH_MIN_MTU (%d)", name, iflib.MinMTU)
 	}
 	if mtu <= d.MaxMTU() {
 		return nil

@@ -111,9 +111,11 @@ func Shared(frameSize int) *iflib.SharedCtx {
 // Attach checks the interface and registers the driver with iflib. The
 // attachment's Driver, Shared and Bus are filled in here; the rest (Input,
 // Config, filters) comes from a, except the ring sizes, which come from
-// cfg. Errors: ErrNoInterface, ErrQueueID, ErrFrameTooBig,
-// ErrUMEMTooSmall, ErrConfig, ErrClosed (Config.UMEM was closed), or an
-// iflib *ConfigError.
+// cfg. Errors: a *ConfigError for a refused Config field (matching
+// ErrConfig, ErrNoInterface, ErrQueueID or ErrUnboundQueues),
+// ErrNoInterface (no such interface), ErrFrameTooBig, ErrUMEMTooSmall,
+// ErrClosed (Config.UMEM was closed), ErrUnavailable, or an iflib
+// *ConfigError.
 func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 	if err := cfg.resolve(); err != nil {
 		return nil, err
@@ -244,8 +246,8 @@ func (d *Driver) resolveQueues(at *netlink.LinkAttrs) error {
 	}
 	for _, q := range cfg.QueueIDs {
 		if q >= nrx || (ntx > 0 && q >= ntx) {
-			return fmt.Errorf("%w: queue %d of %s, which has %d RX and %d TX queues",
-				ErrQueueID, q, cfg.Interface, nrx, ntx)
+			return cfgErr(ErrQueueID, "QueueIDs", cfg.QueueIDs, "queue %d of %s, which has %d RX and %d TX queues",
+				q, cfg.Interface, nrx, ntx)
 		}
 	}
 	var unbound []int
@@ -258,8 +260,8 @@ func (d *Driver) resolveQueues(at *netlink.LinkAttrs) error {
 		return nil
 	}
 	if !cfg.PartialQueues {
-		return fmt.Errorf("%w: %s has %d RX queues and QueueIDs %v leaves %v without a socket: the kernel steers frames to those queues and the driver would never see them; bind them all (leave QueueIDs empty) or set PartialQueues",
-			ErrUnboundQueues, cfg.Interface, nrx, cfg.QueueIDs, unbound)
+		return cfgErr(ErrUnboundQueues, "QueueIDs", cfg.QueueIDs, "%s has %d RX queues and this list leaves %v without a socket: the kernel steers frames to those queues and the driver would never see them; bind them all (leave QueueIDs empty) or set PartialQueues",
+			cfg.Interface, nrx, unbound)
 	}
 	if cfg.Logf != nil {
 		cfg.Logf("afxdp: %s: RX queues %v of %d are not bound (PartialQueues): frames steered to them go to the kernel's stack", cfg.Interface, unbound, nrx)

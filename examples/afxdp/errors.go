@@ -1,6 +1,43 @@
 package afxdp
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
+
+// ConfigError is a refused field of Config, UMEMConfig or ForwardOptions:
+// which field (Go-named, as iflib.ConfigError names its own), its value
+// and why. errors.Is matches Err, the sentinel of its class (ErrConfig,
+// ErrNoInterface, ErrQueueID, ErrUnboundQueues, ErrFrameSize), and Cause
+// when the refusal came from below (a namespace path that does not open).
+type ConfigError struct {
+	Field  string // "NRxd", "QueueIDs", "NetNS", "UMEMConfig.FrameSize", …
+	Value  any
+	Reason string
+	Err    error // the sentinel
+	Cause  error // from another package, or nil
+}
+
+func (e *ConfigError) Error() string {
+	s := fmt.Sprintf("%v: %s = %v: %s", e.Err, e.Field, e.Value, e.Reason)
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
+	return s
+}
+
+// Unwrap gives errors.Is and errors.As the sentinel and the cause.
+func (e *ConfigError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Err, e.Cause}
+	}
+	return []error{e.Err}
+}
+
+// cfgErr is a *ConfigError of class err.
+func cfgErr(err error, field string, v any, format string, args ...any) error {
+	return &ConfigError{Field: field, Value: v, Reason: fmt.Sprintf(format, args...), Err: err}
+}
 
 // Sentinel errors. Cold paths wrap them with detail (test with errors.Is);
 // the data path returns none of them.

@@ -3,7 +3,6 @@ package afxdp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/goiflib/goiflib/iflib"
@@ -124,7 +123,7 @@ func (o *ForwardOptions) resolve() error {
 	}
 	for _, fw := range o.Forwarders {
 		if fw != FwdIflib && fw != FwdIflibSimple && fw != FwdHand {
-			return fmt.Errorf("%w: forwarder %q", ErrConfig, fw)
+			return cfgErr(ErrConfig, "Forwarders", fw, "want %s, %s or %s", FwdIflib, FwdIflibSimple, FwdHand)
 		}
 	}
 	return nil
@@ -256,7 +255,7 @@ func (f *fwdFixture) start(fw string, mode XDPMode, opts ForwardOptions) (forwar
 		opts.Iflib.TxMode = iflib.TxModeSimple
 		return startIflibForwarder(f.rig, mode, opts)
 	}
-	return nil, fmt.Errorf("%w: forwarder %q", ErrConfig, fw)
+	return nil, cfgErr(ErrConfig, "Forwarders", fw, "want %s, %s or %s", FwdIflib, FwdIflibSimple, FwdHand)
 }
 
 // iflibForwarder is FwdIflib: two drivers on one UMEM, a receiving on pair

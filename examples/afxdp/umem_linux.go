@@ -84,10 +84,10 @@ func NewUMEM(cfg UMEMConfig) (*UMEM, error) {
 	}
 	fs := cfg.FrameSize
 	if fs < MinFrameSize || fs > os.Getpagesize() || fs&(fs-1) != 0 {
-		return nil, fmt.Errorf("%w: %d", ErrFrameSize, fs)
+		return nil, cfgErr(ErrFrameSize, "UMEMConfig.FrameSize", fs, "want a power of two in [%d, %d]", MinFrameSize, os.Getpagesize())
 	}
 	if cfg.Frames < 1 || cfg.Frames > 1<<22 {
-		return nil, fmt.Errorf("%w: UMEM frames %d (want 1..%d)", ErrConfig, cfg.Frames, 1<<22)
+		return nil, cfgErr(ErrConfig, "UMEMConfig.Frames", cfg.Frames, "want 1..%d", 1<<22)
 	}
 	mem, err := unix.Mmap(-1, 0, fs*cfg.Frames, unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
