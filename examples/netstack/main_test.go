@@ -105,7 +105,7 @@ func TestCommandSimnic(t *testing.T) {
 // namespace, and the curl line it prints, typed as printed, downloads the
 // blob byte for byte (the peer keeps its default offloads).
 func TestCommandXDP(t *testing.T) {
-	if err := afxdp.Available(); err != nil {
+	if err := afxdp.RigAvailable(); err != nil {
 		t.Skipf("AF_XDP needs Linux and root: %v", err)
 	}
 	for _, tool := range []string{"curl", "nsenter", "sha256sum", "sh"} {

@@ -19,7 +19,11 @@ import (
 // of a veth pair made in a new network namespace whose other end gets
 // -peer, for curl and ping to run there.
 func serveXDP(o options, mode iflib.TxMode) (*server, error) {
-	if err := afxdp.Available(); err != nil {
+	avail := afxdp.Available // an existing -iface
+	if o.iface == "" {
+		avail = afxdp.RigAvailable // a veth pair in a new namespace
+	}
+	if err := avail(); err != nil {
 		return nil, fmt.Errorf("-link xdp: %w", err)
 	}
 	addr, err := netip.ParsePrefix(o.addr)

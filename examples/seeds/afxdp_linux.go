@@ -10,8 +10,9 @@ import (
 	"github.com/goiflib/goiflib/examples/afxdp"
 )
 
-// xdpAvailable says why the AF_XDP section cannot run, or nil.
-func xdpAvailable() error { return afxdp.Available() }
+// xdpAvailable says why the AF_XDP section (a private network namespace
+// with veth pairs) cannot run, or nil.
+func xdpAvailable() error { return afxdp.RigAvailable() }
 
 // afxdpSection forwards over a veth pair with AF_XDP through iflib and
 // through the hand-written loop, Rounds times; each round runs the
@@ -21,7 +22,7 @@ func (r *runner) afxdpSection() *AFXDP {
 	sec := &AFXDP{Setup: fmt.Sprintf("in a private network namespace, a generator sends 64-byte frames into veth pair 0; the forwarder receives them with AF_XDP "+
 		"and transmits them on veth pair 1, whose peer counts them; iflib (two drivers on one UMEM, the transmitting one in mp_ring and in simple_tx mode) and the hand-written loop over the same rings, "+
 		"native and generic XDP, %v each, in a new random order every round, GOMAXPROCS=%d", r.o.XDPDur, r.full)}
-	if err := afxdp.Available(); err != nil {
+	if err := afxdp.RigAvailable(); err != nil {
 		sec.Skipped = err.Error()
 		return sec
 	}

@@ -38,7 +38,7 @@ func xdpBlob() []byte {
 // (.ci/run installs them).
 func needXDP(t *testing.T, tools ...string) {
 	t.Helper()
-	if err := afxdp.Available(); err != nil {
+	if err := afxdp.RigAvailable(); err != nil {
 		t.Skipf("AF_XDP tests need Linux and root: %v", err)
 	}
 	for _, tool := range append([]string{"nsenter"}, tools...) {
