@@ -23,13 +23,29 @@ type Config struct {
 	// RxBufSize is the RX cluster size; default 2048 (MCLBYTES). Between
 	// 256 and 16384, the range of the legacy RCTL.BSIZE/BSEX encodings.
 	RxBufSize int
-	// MaxFrame is the largest frame on the wire without the FCS and without
-	// a VLAN tag (the MAXFRS.MFS register: "VLAN tags are not included");
-	// default 9018 (9000 bytes of MTU), between 60 and MaxFrameLimit. A
-	// received frame above it is dropped and counted (ROC); a transmitted
-	// one is refused by the driver and, if it reaches the device anyway,
+	// MaxFrame is the largest frame the hardware takes, counting the
+	// 4-byte FCS and not counting one 802.1Q tag, as isc_max_frame_size,
+	// e1000's max_frame_size (MTU + ETHER_HDR_LEN + ETHER_CRC_LEN) and the
+	// RLPML/MAXFRS.MFS registers count it ("VLAN tags are not included"):
+	// default 9018, an MTU of 9000 (1518 is an MTU of 1500), between 64
+	// and MaxFrameLimit. The model's frames carry no FCS, so the longest
+	// frame on its wire is MaxFrame − 4 bytes, MaxFrame with a tag. It is
+	// the ceiling of the max frame register the driver programs from the
+	// MTU (NIC.SetMaxFrame; IFDI_MTU_SET). A received frame above the
+	// register is dropped and counted (ROC: RxTooLong); a transmitted one
+	// is refused by the driver and, if it reaches the device anyway,
 	// dropped whole and counted (TxTooLong): never truncated.
 	MaxFrame int
+	// MAC is the station address the EEPROM holds (RAR 0 at power-up, the
+	// address the driver gives iflib); default 02:00:00:00:00:02, the
+	// destination of simnictest's frames. It must be unicast. Give NICs
+	// that share a stack distinct addresses.
+	MAC [6]byte
+	// Abilities are the PHY's speeds and pause abilities (what
+	// autonegotiation may advertise, and the media the driver lists);
+	// default AbilitiesAll (10 Mb/s to 100 Gb/s, PAUSE and ASM_DIR). It
+	// must hold a speed ability.
+	Abilities Ability
 	// FIFO is the receive FIFO in frames, a power of two; default 1024.
 	// FIFO × MaxFrame bytes are allocated, at most MaxFIFOBytes.
 	FIFO int
@@ -81,12 +97,13 @@ type Config struct {
 	// Schedule injects faults on a seeded, reproducible schedule (nil:
 	// none). A Schedule belongs to one NIC.
 	Schedule *Schedule
-	// Offload turns on the offloads (IFCAP_TXCSUM, IFCAP_RXCSUM,
-	// IFCAP_TSO4, IFCAP_VLAN_HWTAGGING): the driver advertises IPv4,
-	// TCP and UDP checksum insertion and TSO, writes context descriptors
-	// for them, and reports the device's RX checksum results; the device
-	// strips VLAN tags on RX into the descriptor (VLAN tag insertion on TX
-	// works either way).
+	// Offload turns on the checksum and segmentation offloads
+	// (IFCAP_TXCSUM, IFCAP_RXCSUM, IFCAP_TSO4): the driver advertises
+	// IPv4, TCP and UDP checksum insertion and TSO, writes context
+	// descriptors for them, and reports the device's RX checksum results.
+	// VLAN tagging (IFCAP_VLAN_HWTAGGING: CTRL.VME, stripping on RX into
+	// the descriptor and insertion on TX) is on either way, as em's; it is
+	// the power-up value of CTRL.VME only with Offload (NIC.SetVLANMode).
 	Offload bool
 }
 
@@ -130,6 +147,9 @@ const (
 	// ierrors without a reset.
 	RxErrorsDiscard
 )
+
+// DefaultMAC is Config.MAC's default.
+var DefaultMAC = [6]byte{0x02, 0, 0, 0, 0, 0x02}
 
 // Limits of a Config.
 const (
@@ -183,6 +203,12 @@ func (c *Config) defaults() {
 	if c.MaxFrame == 0 {
 		c.MaxFrame = 9018
 	}
+	if c.MAC == ([6]byte{}) {
+		c.MAC = DefaultMAC
+	}
+	if c.Abilities == 0 {
+		c.Abilities = AbilitiesAll
+	}
 	if c.FIFO == 0 {
 		c.FIFO = 1024
 	}
@@ -214,8 +240,12 @@ func (c *Config) validate() error {
 		return bad("NRxd", c.NRxd, fmt.Sprintf("want 2..%d", MaxRingSize))
 	case c.RxBufSize < minRxBufSize || c.RxBufSize > maxRxBufSize:
 		return bad("RxBufSize", c.RxBufSize, fmt.Sprintf("want %d..%d", minRxBufSize, maxRxBufSize))
-	case c.MaxFrame < minFrame || c.MaxFrame > MaxFrameLimit:
-		return bad("MaxFrame", c.MaxFrame, fmt.Sprintf("want %d..%d", minFrame, MaxFrameLimit))
+	case c.MaxFrame < minFrame+4 || c.MaxFrame > MaxFrameLimit:
+		return bad("MaxFrame", c.MaxFrame, fmt.Sprintf("want %d..%d", minFrame+4, MaxFrameLimit))
+	case c.MAC[0]&1 != 0:
+		return bad("MAC", fmt.Sprintf("% x", c.MAC[:]), "a group address")
+	case c.Abilities&^AbilitiesAll != 0 || c.Abilities&AbilitySpeeds == 0:
+		return bad("Abilities", c.Abilities, "unknown bits, or no speed ability")
 	case c.FIFO < 1 || c.FIFO&(c.FIFO-1) != 0:
 		return bad("FIFO", c.FIFO, "not a positive power of two")
 	case c.FIFO > MaxFIFOBytes/(c.MaxFrame+4):

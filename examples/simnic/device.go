@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 //	TX: TxProcessed = TxPackets + TxTooLong + TxDMAFaults + TxBadContext
 //	    (TxFrames counts each TSO segment; TxPackets each packet sent)
 //	RX at the wire: frames offered = FIFO accepted + RxLinkDown
+//	    + RxFilteredAddr + RxFilteredVLAN + RxXoff + RxXon
 //	    + (RxTooLong − RxNoRoom) + (RxMissed − RxFlushed)
 //	RX from the FIFO: accepted = RxFrames + RxErrors + RxDMAFaults + RxNoRoom + RxFlushed
 //	    + RxWaiting (what still waits in the FIFO)
@@ -45,6 +45,10 @@ type Stats struct {
 	RxMissed          uint64 // MPC: refused at the wire with the FIFO full, or flushed from it (RxFlushed)
 	RxTooLong         uint64 // ROC: refused at the wire, longer than MaxFrame, or too long for the ring (RxNoRoom)
 	RxLinkDown        uint64 // refused at the wire, the link down
+	RxFilteredAddr    uint64 // refused at the wire by the address filter (RAR, MTA, UPE/MPE/BAM): in TPR, not GPRC
+	RxFilteredVLAN    uint64 // refused at the wire by the VLAN filter (VFE, a VID not in the VFTA): in TPR, not GPRC
+	RxXoff, RxXon     uint64 // XOFFRXC, XONRXC: 802.3x PAUSE frames received (from the wire or the schedule), consumed by the MAC
+	TxPauses          uint64 // XOFFs that paused the transmitter (receive flow control on)
 	RxWaiting         uint64 // frames waiting in the receive FIFO now (a gauge, not a counter)
 	DMAErrors         uint64 // device accesses busdma refused (faults), every kind
 	TxIntrs, RxIntrs  uint64 // queue interrupts delivered
@@ -111,6 +115,13 @@ type NIC struct {
 	lscEn       atomic.Bool // IMS.LSC
 	linkMu      sync.Mutex
 	statusReads uint64        // guarded by linkMu
+	carrier     bool          // guarded by linkMu: the cable (SetLink, scheduled losses); the link is carrier && a resolved mode
+	phyCtl      PHYControl    // guarded by linkMu
+	partner     Ability       // guarded by linkMu: the link partner's abilities
+	phySt       PHYStatus     // guarded by linkMu: the resolution
+	linkSpeed   atomic.Uint64 // the resolved speed (bits/s), for pause times
+	rxPauseOn   atomic.Bool   // receive flow control (RFCE) resolved on
+	pauseUntil  atomic.Int64  // the transmitter is paused until (unix ns; 0: not paused)
 	downLeft    uint64        // guarded by linkMu: status reads until a scheduled loss ends (0: none)
 	linkUpCh    chan struct{} // guarded by linkMu: closed when the link comes back (nil while up)
 
@@ -131,8 +142,11 @@ type NIC struct {
 	faultRxBadLen  atomic.Bool // write back a length beyond the buffer
 	faultRxBadSlot atomic.Bool // the driver's next pkt_get names a slot that was not posted
 
-	st       devStats
-	hashSeed maphash.Seed
+	// The receive filter and RSS registers (filter.go, rss.go).
+	filt filterRegs
+	rss  atomic.Pointer[rssRegs]
+
+	st devStats
 }
 
 // devStats are the counters behind Stats.
@@ -141,7 +155,8 @@ type devStats struct {
 	txTooLong, txDMAFaults, txBadContext, txTSO, txWriteBacks     atomic.Uint64
 	rxFrames, rxBytes, rxErrors, rxDMAFaults, rxNoRoom, rxFlushed atomic.Uint64
 	rxWriteBacks, rxMissed, rxTooLong, rxLinkDown, dmaErrors      atomic.Uint64
-	rxCsumErrors                                                  atomic.Uint64
+	rxCsumErrors, rxFilteredAddr, rxFilteredVLAN                  atomic.Uint64
+	rxXoff, rxXon, txPauses                                       atomic.Uint64
 	txIntrs, rxIntrs, linkIntrs, lostIntrs, spuriousIntrs         atomic.Uint64
 	txHangs, lostWriteBacks, linkChanges, statusReads, parks      atomic.Uint64
 }
@@ -166,8 +181,15 @@ func New(space busdma.Space, cfg Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{cfg: cfg, bus: bus, sch: cfg.Schedule, wakeCh: make(chan struct{}, 1), hashSeed: maphash.MakeSeed()}
-	n.linkUp.Store(true)
+	n := &NIC{cfg: cfg, bus: bus, sch: cfg.Schedule, wakeCh: make(chan struct{}, 1)}
+	n.resetFilter()
+	n.rss.Store(newRSSRegs(DefaultRSSKey, RoundRobinRETA(cfg.Queues), rssFieldKnown))
+	n.carrier, n.partner = true, AbilitiesAll
+	n.phyCtl = PHYControl{Autoneg: true, Advertise: cfg.Abilities}
+	n.phySt = resolvePHY(cfg.Abilities, n.phyCtl, n.partner) // resolved: the partner has every ability
+	n.linkSpeed.Store(n.phySt.Speed)
+	n.rxPauseOn.Store(n.phySt.RxPause)
+	n.linkUp.Store(n.phySt.Resolved)
 	n.fifo = newFIFO(cfg.FIFO, cfg.MaxFrame+4, n.wake)
 	n.rxScratch = make([]byte, cfg.MaxFrame+4)
 	n.txq = make([]devTxq, cfg.Queues)
@@ -233,24 +255,39 @@ func Connect(a, b *NIC) {
 	b.SetPeer(a)
 }
 
-// maxWireFrame is the longest frame the MAC accepts: MaxFrame, plus 4
-// when it carries an 802.1Q tag (MAXFRS.MFS excludes VLAN tags).
+// maxWireFrame is the longest frame the MAC accepts, as the model's
+// frames are (without the FCS): the max frame register less the FCS, plus
+// 4 when it carries an 802.1Q tag (RLPML and MAXFRS.MFS count the FCS and
+// exclude one VLAN tag).
 func (n *NIC) maxWireFrame(frame []byte) int {
+	m := int(n.filt.maxFrame.Load()) - 4
 	if len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:14]) == etherTypeVLAN {
-		return n.cfg.MaxFrame + 4
+		return m + 4
 	}
-	return n.cfg.MaxFrame
+	return m
 }
 
 // Receive is the wire delivering a frame into the NIC's FIFO. It reports
-// false (and counts it) when the link is down, the frame is too long (ROC)
-// or the FIFO is full (MPC).
+// false (and counts it) when the link is down (RxLinkDown), the receive
+// filter drops it (RxFilteredAddr, RxFilteredVLAN), it is too long (ROC)
+// or the FIFO is full (MPC). An 802.3x PAUSE frame is consumed by the MAC
+// (RxXoff, RxXon): true.
 func (n *NIC) Receive(frame []byte) bool {
 	if !n.linkUp.Load() {
 		n.st.rxLinkDown.Add(1)
 		return false
 	}
-	if len(frame) > n.maxWireFrame(frame) {
+	switch n.classify(frame) {
+	case consumedPause:
+		n.rxPauseFrame(frame)
+		return true
+	case dropAddr:
+		n.st.rxFilteredAddr.Add(1)
+		return false
+	case dropVLAN:
+		n.st.rxFilteredVLAN.Add(1)
+		return false
+	case dropLong:
 		n.st.rxTooLong.Add(1)
 		return false
 	}
@@ -263,12 +300,13 @@ func (n *NIC) Receive(frame []byte) bool {
 
 // WaitRoom parks until the NIC may take frame: the link is up and the
 // receive FIFO has room (true). It returns false at once for a frame the
-// MAC never takes (too long), or when cancel is closed. See RoomWaiter.
+// MAC does not take (too long, or dropped by the receive filter as it is
+// programmed now), or when cancel is closed. See RoomWaiter.
 // While the link is down it parks until the link comes back, so a sender
 // that retries a refused frame (Generator.Lossless) neither spins nor
 // counts a drop (RxLinkDown) per attempt.
 func (n *NIC) WaitRoom(frame []byte, cancel <-chan struct{}) bool {
-	if len(frame) > n.maxWireFrame(frame) {
+	if v := n.classify(frame); v != admit && v != consumedPause {
 		return false
 	}
 	for {
@@ -298,6 +336,8 @@ func (n *NIC) Stats() Stats {
 		RxErrors: s.rxErrors.Load(), RxDMAFaults: s.rxDMAFaults.Load(), RxCsumErrors: s.rxCsumErrors.Load(),
 		RxNoRoom: s.rxNoRoom.Load(), RxFlushed: s.rxFlushed.Load(), RxWriteBacks: s.rxWriteBacks.Load(),
 		RxMissed: s.rxMissed.Load(), RxTooLong: s.rxTooLong.Load(), RxLinkDown: s.rxLinkDown.Load(),
+		RxFilteredAddr: s.rxFilteredAddr.Load(), RxFilteredVLAN: s.rxFilteredVLAN.Load(),
+		RxXoff: s.rxXoff.Load(), RxXon: s.rxXon.Load(), TxPauses: s.txPauses.Load(),
 		RxWaiting: n.fifo.len(),
 		DMAErrors: s.dmaErrors.Load(),
 		TxIntrs:   s.txIntrs.Load(), RxIntrs: s.rxIntrs.Load(), LinkIntrs: s.linkIntrs.Load(),
@@ -347,11 +387,21 @@ func (n *NIC) SetLink(up bool) {
 	n.linkMu.Unlock()
 }
 
-// setLinkLocked changes the link and latches LSC.
+// setLinkLocked changes the carrier (the cable) and so the link, and
+// latches LSC when the link changes.
 // Preconditions: linkMu held.
 func (n *NIC) setLinkLocked(up bool) {
+	n.carrier = up
+	n.applyLinkLocked()
+}
+
+// applyLinkLocked sets the link from the carrier and the PHY's
+// resolution, latching LSC on a change, which it reports.
+// Preconditions: linkMu held.
+func (n *NIC) applyLinkLocked() bool {
+	up := n.carrier && n.phySt.Resolved
 	if n.linkUp.Load() == up {
-		return
+		return false
 	}
 	n.linkUp.Store(up)
 	if up {
@@ -363,6 +413,7 @@ func (n *NIC) setLinkLocked(up bool) {
 	n.st.linkChanges.Add(1)
 	n.lsc.Store(true)
 	n.wake()
+	return true
 }
 
 // readStatus is the driver reading the STATUS register's link-up bit: the
@@ -508,6 +559,9 @@ func (n *NIC) run() {
 		delay := n.interrupts()
 		if wbDue > 0 && (delay == 0 || wbDue < delay) {
 			delay = wbDue
+		}
+		if p := n.pausedFor(); p > 0 && (delay == 0 || p < delay) {
+			delay = p // the transmitter resumes when the pause ends
 		}
 		if !work && !n.park(delay) {
 			return

@@ -388,3 +388,36 @@ func TestDeviceBadContextDropsWhole(t *testing.T) {
 		t.Fatalf("stats %+v, %d frames on the wire: want %d bad contexts, nothing sent", st, len(h.wire.get()), len(bad))
 	}
 }
+
+// On transmit the max frame register counts the FCS and the tag a
+// descriptor inserts (VLE) is the one it does not count: with 1518, a
+// 1514-byte frame goes out, 1515 is dropped whole (TxTooLong), 1514 with
+// VLE goes out as 1518 tagged bytes; VLE without CTRL.VME is a request
+// the device cannot carry out (TxBadContext), never a frame sent with its
+// tag lost.
+func TestTxMaxFrameRegisterAndVME(t *testing.T) {
+	h := newDevHarness(t, Config{})
+	if err := h.nic.SetMaxFrame(1518); err != nil {
+		t.Fatal(err)
+	}
+	h.nic.SetVLANMode(true)
+	ok1, long, tagged := pattern(1514, 1), pattern(1515, 2), pattern(1514, 3)
+	h.post(txDesc{addr: uint64(h.buf(ok1)), length: 1514, cmd: TxCmdEOP | TxCmdRS})
+	h.post(txDesc{addr: uint64(h.buf(long)), length: 1515, cmd: TxCmdEOP | TxCmdRS})
+	h.post(txDesc{addr: uint64(h.buf(tagged)), length: 1514, cmd: TxCmdEOP | TxCmdRS | TxCmdVLE, vlan: 9})
+	h.drained()
+	h.nic.SetVLANMode(false)
+	h.post(txDesc{addr: uint64(h.buf(pattern(100, 4))), length: 100, cmd: TxCmdEOP | TxCmdRS | TxCmdVLE, vlan: 9})
+	h.drained()
+	got := h.wire.get()
+	if len(got) != 2 || !bytes.Equal(got[0], ok1) || len(got[1]) != 1518 || got[1][12] != 0x81 || got[1][15] != 9 {
+		lens := []int{}
+		for _, f := range got {
+			lens = append(lens, len(f))
+		}
+		t.Fatalf("wire got frames of lengths %v, want 1514 and 1518 (tagged)", lens)
+	}
+	if st := h.nic.Stats(); st.TxTooLong != 1 || st.TxBadContext != 1 || st.TxPackets != 2 || st.TxProcessed != 4 {
+		t.Fatalf("stats %+v: want 2 sent, 1 too long, 1 bad context", st)
+	}
+}

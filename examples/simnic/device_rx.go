@@ -2,7 +2,6 @@ package simnic
 
 import (
 	"encoding/binary"
-	"hash/maphash"
 	"sync/atomic"
 	"time"
 
@@ -49,17 +48,6 @@ func (q *devRxq) program(base busdma.BusAddr, size, bufSize int) {
 	q.wb.Store(0)
 }
 
-// rssHash is the device's receive hash over the IPv4 addresses and ports.
-func (n *NIC) rssHash(f []byte) (uint32, uint8) {
-	if len(f) >= 38 && f[12] == 0x08 && f[13] == 0x00 {
-		var h maphash.Hash
-		h.SetSeed(n.hashSeed)
-		h.Write(f[26:38])
-		return uint32(h.Sum64()), 0x89 // M_HASHTYPE_RSS_UDP_IPV4-like
-	}
-	return 0, 0
-}
-
 // serveRx moves frames from the FIFO into posted buffers.
 func (n *NIC) serveRx() bool {
 	n.rxWaitQ = -1
@@ -86,15 +74,11 @@ func (n *NIC) serveRxFrames() bool {
 		if !ok {
 			break
 		}
-		meta := rxMeta{status: RxStatIXSM}
-		if n.cfg.Offload {
-			meta.status = 0
-			f, meta.status, meta.errs, meta.vlan = n.rxOffload(f, n.rxScratch)
-		}
-		hash, ht := n.rssHash(f)
-		qi := 0
-		if n.nrxActive > 1 {
-			qi = int(hash % uint32(n.nrxActive))
+		var meta rxMeta
+		f, meta = n.rxOffload(f, n.rxScratch, n.filt.vme.Load(), n.cfg.Offload)
+		hash, ht, qi := n.rssHash(f)
+		if qi >= n.nrxActive {
+			qi %= max(n.nrxActive, 1) // a RETA entry beyond the queues in use
 		}
 		q := &n.rxq[qi]
 		if q.size == 0 || q.bufSize == 0 {

@@ -121,7 +121,7 @@ func (f *txFrame) reset() { f.n, f.vle, f.drop, f.tse, f.popts = 0, false, dropN
 
 // txReady reports whether q has descriptors the device would process now.
 func (n *NIC) txReady(q *devTxq) bool {
-	if q.size == 0 || q.hung || !n.linkUp.Load() {
+	if q.size == 0 || q.hung || !n.linkUp.Load() || n.pausedFor() > 0 {
 		return false
 	}
 	tdt := int(q.tdt.Load()) // acquire: descriptors and data written before the doorbell
@@ -156,7 +156,7 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 	q.stuck = false
 	peer := n.peer.Load()
 	done := 0
-	for q.head != tdt && done < 256 && !q.hung && n.linkUp.Load() && !n.stopping.Load() {
+	for q.head != tdt && done < 256 && !q.hung && n.linkUp.Load() && !n.stopping.Load() && n.pausedFor() == 0 {
 		cnt := tdt - q.head
 		if cnt < 0 {
 			cnt = q.size - q.head
@@ -188,6 +188,18 @@ func (n *NIC) serveTx(i int, pace *pacer) bool {
 				n.st.lostWriteBacks.Add(1)
 			}
 			q.cmd[(q.head+k)%q.size] = cmd
+			if n.sch.hit(FaultPause, i, q.ndesc) {
+				// The link partner's XOFF arrives: the transmitter stops
+				// after this descriptor for the quanta (receive flow
+				// control on), every queue with it.
+				quanta := min(n.sch.draw(FaultPause, i, n.sch.prof.PauseQuanta), 0xffff)
+				n.sch.setLen(FaultPause, quanta)
+				n.pause(uint16(quanta))
+				if n.pausedFor() > 0 {
+					k++
+					break
+				}
+			}
 		}
 		q.head = (q.head + k) % q.size
 		done += k
@@ -221,10 +233,8 @@ func (n *NIC) txDescriptor(q *devTxq, qi int, raw []byte, peer *endpointBox, pac
 		d := getTxDesc(raw)
 		addr, length, vlan = d.addr, int(d.length), d.vlan
 	}
-	limit := n.cfg.MaxFrame
-	if f.tse {
-		limit = len(f.buf) - 4
-	}
+	limit := len(f.buf) - 4 // room for an inserted tag; the wire length is checked at EOP (sendTx)
+
 	switch {
 	case f.drop != dropNone:
 		// The frame is already dropped: skip its data.
@@ -285,6 +295,14 @@ func (n *NIC) sendTx(q *devTxq, peer *endpointBox, pace *pacer) dropReason {
 		return dropNone
 	}
 	out := f.buf[:f.n]
+	switch {
+	case f.vle && !n.filt.vme.Load():
+		return dropBadContext // VLE without CTRL.VME: the tag would be lost
+	case f.n > n.maxWireFrame(out) && !f.vle, f.vle && f.n+4 > int(n.filt.maxFrame.Load()):
+		// Above the max frame register (with VLE the inserted tag is the
+		// one tag RLPML does not count).
+		return dropTooLong
+	}
 	if f.popts != 0 && (!f.haveCtx || !txChecksums(out, &f.ctx, f.popts, false)) {
 		return dropBadContext
 	}

@@ -32,7 +32,8 @@
 // [NIC.Attach] until the context detaches, or to a [RawForwarder] from
 // [NewRawForwarder] until Close; any other claim fails with [ErrBusy].
 //
-// Frames are whole or not at all. A TX frame longer than MaxFrame, or one
+// Frames are whole or not at all. A TX frame longer than the max frame
+// register (Config.MaxFrame, or what the driver programmed), or one
 // whose buffer read faults, is dropped whole and counted (TxTooLong,
 // TxDMAFaults); an RX frame whose buffer write faults carries RXE in its
 // EOP descriptor, and the driver drops it rather than deliver a frame
@@ -107,6 +108,37 @@
 //   - DMA faults on TX buffers ([FaultTxDMA]): the frame is dropped whole
 //     and counted, as a PCIe completion error aborts one frame.
 //
+// # Control registers
+//
+// The device has the registers a driver's control half programs (see
+// filter.go, rss.go and phy.go for the rules and their sources):
+//
+//   - Receive filter (8254x): a unicast perfect filter of NumRAR address
+//     registers (RAR 0: Config.MAC), a 4096-bit multicast hash table
+//     (MTA; MTAHash is e1000_hash_mc_addr with mc_filter_type 0), RCTL's
+//     UPE, MPE, BAM and VFE, and a 4096-bit VLAN filter table (VFTA).
+//     Frames the filters drop are refused at the wire and counted
+//     (RxFilteredAddr, RxFilteredVLAN: what TPR counts and GPRC does
+//     not). The model powers up open (ResetRxControl); the driver closes
+//     the filter in IFDI_INIT from the interface's flags.
+//   - VLAN tagging (CTRL.VME): tags stripped on receive into the
+//     descriptor, inserted on transmit where a descriptor sets VLE.
+//   - The max frame register (RLPML/MAXFRS): the longest frame with its
+//     FCS, not counting one VLAN tag; above it a received frame is ROC
+//     (RxTooLong), a transmitted one TxTooLong.
+//   - RSS (82599): the Toeplitz hash (Toeplitz) with a 40-byte key, MRQC's
+//     field enables and a 128-entry indirection table that picks the RX
+//     queue; the hash and its type go into the RX descriptor (iri_flowid,
+//     iri_rsstype).
+//   - The PHY: autonegotiation of speed, duplex and flow control with a
+//     link partner (SetLinkPartner; IEEE 802.3 Annex 28B), or a forced
+//     mode; the link is the carrier and a resolved mode.
+//   - 802.3x PAUSE: an XOFF from the wire or the schedule ([FaultPause])
+//     stops the transmitter for its quanta at the link speed (with receive
+//     flow control resolved on); XOFFs and XONs are counted (RxXoff,
+//     RxXon). The driver reports them to iflib from IFDI_TIMER
+//     (isc_pause_frames), so the watchdog does not reset a paused queue.
+//
 // # The fault schedule
 //
 // Faults come from a [Schedule]: one 64-bit seed and a [Profile] decide
@@ -131,7 +163,8 @@
 //	   DTYP 1)    popts: IXSM 0x01 (IPv4 checksum), TXSM 0x02 (TCP/UDP checksum)
 //	TX head write-back: the head index (uint32) right after the last descriptor
 //	RX (read):    addr[0:8] (the rest zero)
-//	RX (written): hash[0:4] hashtype[4] pad[5:8] len[8:10] csum[10:12] status[12] errors[13] vlan[14:16]
+//	RX (written): hash[0:4] rsstype[4] pad[5:8] len[8:10] csum[10:12] status[12] errors[13] vlan[14:16]
+//	              rsstype: the RSSType* values (82599 RSS Type; 0: not hashed)
 //	              status: DD 0x01, EOP 0x02, IXSM 0x04, VP 0x08 (VLAN stripped), L4CS 0x20, IPCS 0x40
 //	              errors: CE 0x01, SE 0x02, SEQ 0x04, LE 0x08, CXE 0x10, TCPE 0x20, IPE 0x40, RXE 0x80
 //

@@ -105,6 +105,9 @@ type drvTxq struct {
 	// abandonedA is encapped minus the packets the device processed, at
 	// the last stop (stored by Stop, once the device goroutine is gone).
 	abandonedA atomic.Uint64
+	// xoffSeen is the device's XOFF count at this queue's last IFDI_TIMER
+	// (the timer's).
+	xoffSeen uint64
 }
 
 type drvRxq struct {
@@ -129,13 +132,18 @@ var (
 var (
 	errBadDesc = errors.New("simnic: receive descriptor not done (EBADMSG)")
 	errRxFrame = errors.New("simnic: receive frame error in the descriptor (EBADMSG)")
-	// ErrFrameTooLong is TxdEncap refusing a frame longer than MaxFrame
-	// without TSO: the device would drop it (TxTooLong), so the driver does
-	// not hand it over. iflib frees it and counts it in oerrors.
-	ErrFrameTooLong = errors.New("simnic: frame longer than MaxFrame")
+	// ErrFrameTooLong is TxdEncap refusing a frame (without TSO) whose
+	// length with the FCS exceeds the max frame register (NIC.MaxFrame:
+	// Config.MaxFrame, or what IFDI_MTU_SET programmed): the device would
+	// drop it (TxTooLong), so the driver does not hand it over. iflib frees
+	// it and counts it in oerrors. A tag the device inserts (M_VLANTAG) is
+	// not counted; one already in the frame's data is.
+	ErrFrameTooLong = errors.New("simnic: frame longer than the max frame register")
 	// ErrOffload is TxdEncap refusing an offload the driver does not
 	// advertise (IPv6 checksums or TSO, or any offload without
-	// Config.Offload), or a TSO segment size that does not fit MaxFrame.
+	// Config.Offload), a TSO segment size that does not fit the max frame
+	// register, or a tag to insert (M_VLANTAG) with VLAN tagging off
+	// (CTRL.VME clear).
 	// iflib frees the packet and counts it in oerrors: it is never sent
 	// with a checksum the device did not compute.
 	ErrOffload = errors.New("simnic: offload not supported")
@@ -342,8 +350,18 @@ func (d *Driver) Init(ic *iflib.Context) error {
 		d.rx[i].visible = 0
 	}
 	d.nic.program(tx, rx, d.tx[0].size, d.rx[0].size, ic.RxBufSize(0)) // iflib_get_rx_mbuf_sz: the buffers iflib posts
+	d.programFilters(ic)
 	d.nic.start(d.intr)
 	return nil
+}
+
+// programFilters writes the receive filter, VLAN, max frame and RSS
+// registers in IFDI_INIT (em_if_init: e1000_rar_set, em_if_multi_set,
+// em_if_set_promisc, em_setup_vlan_hw_support; ixgbe's RSS setup).
+func (d *Driver) programFilters(ic *iflib.Context) {
+	n := d.nic
+	n.SetVLANMode(true) // IFCAP_VLAN_HWTAGGING, on by default as em's
+	_ = n.SetRSS(DefaultRSSKey, RoundRobinRETA(len(d.rx)), rssFieldKnown)
 }
 
 // intr is the driver's interrupt filter: schedule the queue task, or the
@@ -371,10 +389,31 @@ func (d *Driver) UpdateAdminStatus(ic *iflib.Context) {
 }
 
 // Timer is IFDI_TIMER (em_if_timer): on queue 0, have the admin task
-// poll the link, which catches a link change whose interrupt was lost.
+// poll the link, which catches a link change whose interrupt was lost;
+// on every queue, report the XOFFs received since that queue's last
+// period (XOFFRXC: em_update_stats_counters sets isc_pause_frames when it
+// moved), or a pause still in force (STATUS.TXOFF), so that iflib's
+// watchdog does not take a queue the link partner paused for a hung one
+// (iflib clears the report after each queue).
 func (d *Driver) Timer(ic *iflib.Context, qid int) {
 	if qid == 0 {
 		ic.AdminIntr()
+	}
+	if qid < 0 || qid >= len(d.tx) {
+		return
+	}
+	t := &d.tx[qid]
+	x := d.nic.st.rxXoff.Load()
+	switch {
+	case x != t.xoffSeen:
+		ic.ReportPauseFrames(x - t.xoffSeen)
+		t.xoffSeen = x
+	case d.nic.pausedFor() > 0:
+		// STATUS.TXOFF: still paused by an earlier XOFF. em reports only a
+		// moved XOFFRXC, enough at real speeds (65535 quanta are 34 ms at
+		// 1 Gb/s, under iflib's 500 ms period); a pause longer than the
+		// period would look hung in the periods after its XOFF.
+		ic.ReportPauseFrames(1)
 	}
 }
 
@@ -434,10 +473,14 @@ func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 	switch {
 	case (tso || csum) && (!d.nic.cfg.Offload || pi.CsumFlags&^txOffloads != 0 || pi.Flags&iflib.IPITxIPv4 == 0):
 		return ErrOffload
-	case tso && (pi.TSOSegSize == 0 || int(pi.EHdrLen)+int(pi.IPHLen)+int(pi.TCPHLen)+int(pi.TSOSegSize) > d.nic.cfg.MaxFrame):
+	case tso && (pi.TSOSegSize == 0 || int(pi.EHdrLen)+int(pi.IPHLen)+int(pi.TCPHLen)+int(pi.TSOSegSize)+4 > d.nic.MaxFrame()):
 		return ErrOffload
-	case !tso && pi.Len > d.nic.cfg.MaxFrame:
+	case !tso && pi.Len+4 > d.nic.MaxFrame():
+		// The max frame register counts the FCS; the tag a descriptor
+		// inserts (VLE) is the one it does not count.
 		return ErrFrameTooLong
+	case pi.MFlags&iflib.MVLANTag != 0 && !d.nic.VLANMode():
+		return ErrOffload // no CTRL.VME: the device cannot insert the tag
 	}
 	t := &d.tx[pi.QSIdx]
 	mask := t.size - 1
@@ -606,8 +649,7 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		ri.NFrags++
 		ri.Len += int(wb.length)
 		if ri.NFrags == 1 {
-			ri.FlowID = wb.hash
-			ri.RSSType = iflib.HashType(wb.hashType)
+			ri.FlowID, ri.RSSType = wb.hash, rssHashType(wb.hashType)
 		}
 		i = (i + 1) & mask
 		if wb.status&RxStatEOP == 0 {
@@ -629,6 +671,26 @@ func (d *Driver) RxdPktGet(ri *iflib.RxdInfo) error {
 		r.ring[j*DescSize+12] = 0 // the status: consumed
 	}
 	return nil
+}
+
+// rssHashType maps the descriptor's RSS type to M_HASHTYPE_*
+// (ixgbe_determine_rsstype).
+func rssHashType(t uint8) iflib.HashType {
+	switch t {
+	case RSSTypeTCPIPv4:
+		return iflib.HashRSSTCPv4
+	case RSSTypeIPv4:
+		return iflib.HashRSSIPv4
+	case RSSTypeTCPIPv6:
+		return iflib.HashRSSTCPv6
+	case RSSTypeIPv6:
+		return iflib.HashRSSIPv6
+	case RSSTypeUDPIPv4:
+		return iflib.HashRSSUDPv4
+	case RSSTypeUDPIPv6:
+		return iflib.HashOpaqueRSS // iflib has no M_HASHTYPE_RSS_UDP_IPV6 yet: an RSS hash of another type
+	}
+	return iflib.HashNone
 }
 
 // rxMetadata fills the VLAN tag and checksum results from the EOP

@@ -1,12 +1,14 @@
 package simnic_test
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +109,19 @@ func fuzzNICSeeds() [][]byte {
 		// two NICs joined by Connect, one forwarding to the other.
 		cat(opNewNIC, small, opNewNIC, small, opNewNIC, small, opConnect, 1, 2, opNewRaw, 0, 1, 0, 0, opRawStart, 0,
 			opGenStart, 0, 0, 3, 1, 4, opSleep, 2, opSetLink, 2, 0, opSleep, 1, opRawStop, 0),
+		// the control registers under traffic: a closed filter, a group
+		// address in the MTA, the VLAN filter, a small max frame, RSS, a
+		// forced 10 Mb/s mode with PAUSE, an XOFF and an XON.
+		cat(opNewNIC, small, opAttach, 0, 1, opInit, 0,
+			opRegs, 0, 0, u64b(0), u64b(0), // RCTL 0
+			opRegs, 0, 2, u64b(0x01005e000001), u64b(0),
+			opRegs, 0, 3, u64b(0x1_0000_0003), u64b(0x2_0000_0003),
+			opRegs, 0, 4, u64b(600), u64b(0),
+			opRegs, 0, 5, u64b(0x00f3_0000_6d5a_56da), u64b(0x0102_0001_0203),
+			opRegs, 0, 6, u64b(0), u64b(uint64(simnic.Ability10FD|simnic.AbilityPause)),
+			opRegs, 0, 8, u64b(0xffff), u64b(0), opGenStart, 0, 0, 3, 0, 9, opReceive, 0, 4, 9, opTransmit, 0, 3, 0,
+			opRegs, 0, 8, u64b(0), u64b(0), opRegs, 0, 1, u64b(0x0203040506), u64b(0x301), opRegs, 0, 9, u64b(0), u64b(0),
+			opRegs, 0, 7, u64b(0), u64b(0), opSleep, 1, opTransmit, 0, 3, 0, opStop, 0),
 	}
 	out := [][]byte{{}}
 	for _, p := range progs {
@@ -114,6 +129,9 @@ func fuzzNICSeeds() [][]byte {
 	}
 	return out
 }
+
+// u64b is v as the decoder's u64 reads it (big endian).
+func u64b(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 // cat flattens bytes, ints (as one byte each) and byte slices.
 func cat(parts ...any) []byte {
@@ -152,11 +170,12 @@ const (
 	opTransmit
 	opClose
 	opConnect
+	opRegs
 	numOps
 )
 
 var opNames = [numOps]string{"new-nic", "new-raw", "raw-start", "raw-stop", "raw-close", "gen-start", "gen-stop", "set-link",
-	"set-peer", "receive", "wait-room", "inject", "stats", "sleep", "attach", "init", "stop", "detach", "transmit", "close", "connect"}
+	"set-peer", "receive", "wait-room", "inject", "stats", "sleep", "attach", "init", "stop", "detach", "transmit", "close", "connect", "regs"}
 
 // decoder reads the input; past its end every read is 0.
 type decoder struct {
@@ -277,6 +296,13 @@ func (d *decoder) nicConfig() simnic.Config {
 		WBDelay:    d.dur(),
 		DMALatency: d.dur(),
 	}
+	if c.Name == "x" {
+		// A station address and PHY abilities from fields already drawn
+		// (no more input bytes: the seeds keep their meaning): an odd
+		// unit is a group address, and some TxSegs no speed ability.
+		c.MAC = [6]byte{byte(c.Unit), 2, 3, 4, 5, 6}
+		c.Abilities = simnic.Ability(c.TxSegs) << 4
+	}
 	b := d.u8()
 	c.TxCompletion = simnic.TxCompletion(b % 4)
 	c.RxErrors = simnic.RxErrorStyle(b >> 2 % 3)
@@ -306,7 +332,7 @@ func (d *decoder) nicConfig() simnic.Config {
 }
 
 // configFields are the Config fields a *ConfigError may name.
-var configFields = map[string]bool{"Unit": true, "Queues": true, "NTxd": true, "NRxd": true, "RxBufSize": true, "MaxFrame": true,
+var configFields = map[string]bool{"Unit": true, "Queues": true, "NTxd": true, "NRxd": true, "RxBufSize": true, "MaxFrame": true, "MAC": true, "Abilities": true,
 	"FIFO": true, "TxSegs": true, "TSOSegs": true, "LineRate": true, "FrameRate": true, "ITR": true, "TxCompletion": true,
 	"RxErrors": true, "WBThresh": true, "WBDelay": true, "DMALatency": true}
 
@@ -340,6 +366,7 @@ type (
 		cfg     simnic.Config
 		owner   int      // -1 none, rawOwner+k raw forwarder k, iflibOwner iflib
 		inbound *counter // frames offered to the NIC by the fuzzer's direct Receive calls
+		pauses  uint64   // PAUSE frames it took from inbound (consumed by the MAC, not the FIFO)
 		links   []*counter
 		sink    *simnic.Sink
 		noWire  bool // its peer was nil or a NIC directly at some point: frames it sent went uncounted
@@ -811,6 +838,14 @@ func (m *nicModel) step(op int, d *decoder) {
 	case opClose:
 		m.logf("%s", opNames[op])
 		m.closeEnv()
+	case opRegs:
+		i, n := m.nic(d)
+		which, a, b := d.u8(), d.u64(), d.u64()
+		if n == nil {
+			return
+		}
+		m.logf("%s %d %d %#x %#x", opNames[op], i, which%10, a, b)
+		m.regs(n, which%10, a, b)
 	case opConnect:
 		i, a := m.nic(d)
 		j, b := m.nic(d)
@@ -838,6 +873,87 @@ func rawValid(i, j int, a, b simnic.Config, c simnic.RawConfig) bool {
 	pow2 := func(n int) bool { return n >= 2 && n&(n-1) == 0 }
 	return i != j && a.Queues == 1 && b.Queues == 1 && c.Batch >= 1 && c.Buffers >= 2 && c.Buffers <= 1<<20 &&
 		pow2(a.NRxd) && pow2(a.NTxd) && pow2(b.NRxd) && pow2(b.NTxd)
+}
+
+// regs writes one of the NIC's control registers with values drawn from
+// a and b (the filter, VLAN, max frame, RSS, PHY, link partner), or sends
+// it a PAUSE frame; each error must be the *ConfigError the register's
+// range predicts.
+func (m *nicModel) regs(n *mNIC, which uint8, a, b uint64) {
+	var err error
+	var wantErr bool
+	addr := [6]byte{byte(a), byte(a >> 8), byte(a >> 16), byte(a >> 24), byte(a >> 32), byte(a >> 40)}
+	switch which {
+	case 0:
+		c := simnic.RxControl(uint32(a)&uint32(simnic.RctlUPE|simnic.RctlMPE|simnic.RctlBAM|simnic.RctlVFE) | uint32(b&1)<<30)
+		wantErr = b&1 != 0
+		m.guard("SetRxControl", func() { err = n.nic.SetRxControl(c) })
+	case 1:
+		idx := int(int8(b))
+		wantErr = idx < 0 || idx >= simnic.NumRAR
+		if b&0x100 != 0 {
+			addr = simnic.DefaultMAC
+		}
+		m.guard("SetRAR", func() { err = n.nic.SetRAR(idx, addr, b&0x200 != 0) })
+	case 2:
+		t := simnic.MTATable([][6]byte{addr, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}})
+		if b&1 != 0 {
+			t[a%simnic.MTASize] = uint32(b >> 32)
+		}
+		m.guard("SetMTA", func() { n.nic.SetMTA(&t) })
+	case 3:
+		var t [simnic.VFTASize]uint32
+		t[a%simnic.VFTASize], t[b%simnic.VFTASize] = uint32(a>>32), uint32(b>>32)
+		m.guard("SetVFTA", func() { n.nic.SetVFTA(&t); n.nic.SetVLANMode(a&1 != 0) })
+	case 4:
+		size := int(int16(a))
+		wantErr = size < 64 || size > n.cfg.MaxFrame
+		m.guard("SetMaxFrame", func() { err = n.nic.SetMaxFrame(size) })
+	case 5:
+		var key [simnic.RSSKeySize]byte
+		for j := range key {
+			key[j] = byte(a >> (j % 8 * 8))
+		}
+		var reta [simnic.RETASize]uint8
+		for j := range reta {
+			reta[j] = uint8(b>>(j%8*8)) % uint8(n.cfg.Queues+int(b>>63))
+		}
+		fields := simnic.RSSField(uint32(a>>32) & 0x00f30000)
+		if b&0x4000 != 0 {
+			fields |= 1
+		}
+		wantErr = b>>63 != 0 && slices.ContainsFunc(reta[:], func(q uint8) bool { return int(q) >= n.cfg.Queues }) || fields&1 != 0
+		m.guard("SetRSS", func() { err = n.nic.SetRSS(key, reta, fields) })
+	case 6:
+		ctl := simnic.PHYControl{Autoneg: a&1 != 0, Advertise: simnic.Ability(b) & (simnic.AbilitiesAll | 1<<20)}
+		sp := ctl.Advertise & simnic.AbilitySpeeds
+		wantErr = ctl.Advertise&(1<<20) != 0 || sp == 0 || !ctl.Autoneg && sp&(sp-1) != 0 || sp&^n.cfg.Abilities != 0
+		m.guard("SetPHY", func() { err = n.nic.SetPHY(ctl) })
+	case 7:
+		m.guard("SetLinkPartner", func() { n.nic.SetLinkPartner(simnic.Ability(b)) })
+	case 8:
+		f := make([]byte, 60)
+		copy(f, []byte{0x01, 0x80, 0xc2, 0, 0, 1, 2, 0, 0, 0, 0, 1, 0x88, 0x08, 0, 1, byte(a >> 8), byte(a)})
+		m.guard("Receive(PAUSE)", func() {
+			if n.inbound.Receive(f) {
+				n.pauses++
+			}
+		})
+	default:
+		m.guard("read registers", func() {
+			_, _ = n.nic.RAR(int(int8(a)))
+			_, _, _ = n.nic.RSS()
+			_ = n.nic.PHYStatus()
+			_, _, _ = n.nic.MTA(), n.nic.VFTA(), n.nic.RxControl()
+		})
+	}
+	if (err != nil) != wantErr {
+		m.fail("register %d: error %v, want one: %v", which, err, wantErr)
+	}
+	var ce *simnic.ConfigError
+	if err != nil && (!errors.As(err, &ce) || !errors.Is(err, simnic.ErrConfig)) {
+		m.fail("register %d: %v is not a *ConfigError", which, err)
+	}
 }
 
 // frameLen writes frame seq of a NIC's traffic into buf and returns its
@@ -947,6 +1063,7 @@ func statsFields(s simnic.Stats) map[string]uint64 {
 		"RxLinkDown": s.RxLinkDown, "DMAErrors": s.DMAErrors, "TxIntrs": s.TxIntrs, "RxIntrs": s.RxIntrs, "LinkIntrs": s.LinkIntrs,
 		"LostIntrs": s.LostIntrs, "SpuriousIntrs": s.SpuriousIntrs, "TxHangs": s.TxHangs, "LostWriteBacks": s.LostWriteBacks,
 		"LinkChanges": s.LinkChanges, "StatusReads": s.StatusReads, "Parks": s.Parks,
+		"RxFilteredAddr": s.RxFilteredAddr, "RxFilteredVLAN": s.RxFilteredVLAN, "RxXoff": s.RxXoff, "RxXon": s.RxXon, "TxPauses": s.TxPauses,
 	}
 }
 
@@ -1001,6 +1118,7 @@ func (m *nicModel) closeEnv() {
 	}
 	for i, n := range m.nics {
 		st := n.nic.Stats()
+		accepted[i] -= n.pauses // the MAC consumed them: not in the FIFO
 		if got := st.RxFrames + st.RxErrors + st.RxDMAFaults + st.RxNoRoom + st.RxFlushed + st.RxWaiting; got != accepted[i] && !n.direct {
 			m.fail("nic %d: the FIFO took %d frames; written %d + bad %d + DMA faults %d + no room %d + flushed %d + waiting %d = %d",
 				i, accepted[i], st.RxFrames, st.RxErrors, st.RxDMAFaults, st.RxNoRoom, st.RxFlushed, st.RxWaiting, got)
@@ -1009,9 +1127,9 @@ func (m *nicModel) closeEnv() {
 			if got := st.RxFrames + st.RxErrors + st.RxDMAFaults + st.RxNoRoom + st.RxFlushed + st.RxWaiting; got < accepted[i] {
 				m.fail("nic %d: the FIFO took at least %d frames; written, dropped and waiting: %d", i, accepted[i], got)
 			}
-		} else if got := accepted[i] + st.RxLinkDown + (st.RxTooLong - st.RxNoRoom) + (st.RxMissed - st.RxFlushed); got != offered[i] {
-			m.fail("nic %d: offered %d frames at the wire; taken %d + link down %d + too long %d + FIFO full %d = %d",
-				i, offered[i], accepted[i], st.RxLinkDown, st.RxTooLong-st.RxNoRoom, st.RxMissed-st.RxFlushed, got)
+		} else if got := accepted[i] + n.pauses + st.RxLinkDown + st.RxFilteredAddr + st.RxFilteredVLAN + (st.RxTooLong - st.RxNoRoom) + (st.RxMissed - st.RxFlushed); got != offered[i] {
+			m.fail("nic %d: offered %d frames at the wire; taken %d + PAUSE %d + link down %d + filtered %d+%d + too long %d + FIFO full %d = %d",
+				i, offered[i], accepted[i], n.pauses, st.RxLinkDown, st.RxFilteredAddr, st.RxFilteredVLAN, st.RxTooLong-st.RxNoRoom, st.RxMissed-st.RxFlushed, got)
 		}
 		if st.TxProcessed != st.TxPackets+st.TxTooLong+st.TxDMAFaults+st.TxBadContext {
 			m.fail("nic %d: TX processed %d ≠ sent %d + too long %d + DMA faults %d + bad context %d", i, st.TxProcessed,

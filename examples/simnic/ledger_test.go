@@ -252,8 +252,9 @@ func (l *txLedger) check(t testing.TB) txTotals {
 
 // rxLedger checks what iflib delivers from a generator on the NIC's wire.
 type rxLedger struct {
-	size  flowSize
-	flows int
+	size     flowSize
+	flows    int
+	lossless bool // the generator retries refused frames (see check)
 
 	mu        sync.Mutex
 	last      []int64
@@ -303,6 +304,7 @@ func (l *rxLedger) count() uint64 {
 // generator returns a generator of the ledger's flows, round robin, count
 // frames in all (0: until stopped).
 func (l *rxLedger) generator(count uint64, lossless bool) *simnic.Generator {
+	l.lossless = lossless
 	return &simnic.Generator{
 		Count: count, Lossless: lossless,
 		Next: func(seq uint64, buf []byte) int {
@@ -388,7 +390,14 @@ func (l *rxLedger) check(t testing.TB, r *simnictest.Rig, gen *simnic.Generator)
 		rt.recounted = counted - written
 	}
 	bad, resets := r.Driver.Stats().RxBadFrames, r.Ctx.Resets()
+	// At the wire every frame the generator gave up on was refused once,
+	// counted by the MAC (a lossless generator retries a frame the FIFO or
+	// a link loss refused, so those counts may exceed its refusals).
+	wire := rt.dev.RxLinkDown + rt.dev.RxFilteredAddr + rt.dev.RxFilteredVLAN + rt.dev.RxTooLong - rt.dev.RxNoRoom + rt.dev.RxMissed - rt.dev.RxFlushed
 	switch {
+	case !l.lossless && gen.Refused() != wire, l.lossless && gen.Refused() > wire:
+		t.Fatalf("device: the generator had %d frames refused, the MAC counted %d (link down %d, filtered %d+%d, too long %d, FIFO full %d): %v",
+			gen.Refused(), wire, rt.dev.RxLinkDown, rt.dev.RxFilteredAddr, rt.dev.RxFilteredVLAN, rt.dev.RxTooLong-rt.dev.RxNoRoom, rt.dev.RxMissed-rt.dev.RxFlushed, rt)
 	case rt.sent != written+rt.dev.RxNoRoom+rt.dev.RxFlushed:
 		t.Fatalf("device: accepted ≠ written + dropped: %v", rt)
 	case counted < written || (r.NIC.Config().RxErrors == simnic.RxErrorsDiscard && counted != written):

@@ -111,7 +111,8 @@ func (n *NIC) sendTSO(q *devTxq, peer *endpointBox, pace *pacer) bool {
 	ipv4 := c.tucmd&TxTucmdIP != 0
 	switch {
 	case q.seg == nil || !f.haveCtx || c.tucmd&TxCmdTSE == 0 || c.tucmd&TxTucmdTCP == 0,
-		mss == 0 || hdr == 0 || hdr+mss > n.cfg.MaxFrame || hdr >= total,
+		mss == 0 || hdr == 0 || hdr+mss+4 > int(n.filt.maxFrame.Load()) || hdr >= total,
+		f.vle && !n.filt.vme.Load(),
 		int(c.paylen) != total-hdr,
 		int(c.tucss)+20 > hdr || int(c.tucso) < int(c.tucss) || int(c.tucso)+2 > hdr,
 		f.popts&TxPoptsTXSM == 0,
@@ -156,26 +157,41 @@ func (n *NIC) sendTSO(q *devTxq, peer *endpointBox, pace *pacer) bool {
 	return true
 }
 
-// rxOffload is the RX side: strip an 802.1Q tag into the descriptor (into
-// scratch; CTRL.VME), and check the IPv4 header and TCP/UDP checksums
-// (RXCSUM.IPOFL/TUOFL). It returns the frame to write and the status and
-// error bits and VLAN tag for the EOP descriptor.
-func (n *NIC) rxOffload(f, scratch []byte) (out []byte, status, errs uint8, vlan uint16) {
-	out = f
-	if len(f) >= 18 && binary.BigEndian.Uint16(f[12:14]) == etherTypeVLAN {
-		vlan = binary.BigEndian.Uint16(f[14:16])
+// rxOffload is the RX side: with strip (CTRL.VME), strip an 802.1Q tag
+// into the descriptor (the frame is copied into scratch); with csum
+// (Offload: RXCSUM.IPOFL/TUOFL), check the IPv4 header and TCP/UDP
+// checksums, else report IXSM (ignore the checksum indications). It
+// returns the frame to write and the EOP descriptor's status and error
+// bits and VLAN tag.
+func (n *NIC) rxOffload(f, scratch []byte, strip, csum bool) ([]byte, rxMeta) {
+	var m rxMeta
+	out := f
+	if strip && len(f) >= 18 && binary.BigEndian.Uint16(f[12:14]) == etherTypeVLAN {
+		m.vlan = binary.BigEndian.Uint16(f[14:16])
 		out = scratch[:len(f)-4]
 		copy(out, f[:12])
 		copy(out[12:], f[16:])
-		status |= RxStatVP
+		m.status |= RxStatVP
 	}
+	if !csum {
+		m.status |= RxStatIXSM
+		return out, m
+	}
+	m.status, m.errs = rxChecksums(out, m.status)
+	return out, m
+}
+
+// rxChecksums checks the IPv4 header and TCP/UDP checksums of an untagged
+// frame and adds IPCS/L4CS and IPE/TCPE to status and the errors.
+func rxChecksums(out []byte, status uint8) (uint8, uint8) {
+	var errs uint8
 	if len(out) < 14+20 || binary.BigEndian.Uint16(out[12:14]) != etherTypeIPv4 {
-		return out, status, 0, vlan
+		return status, 0
 	}
 	ip := out[14:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < 20 || len(ip) < ihl {
-		return out, status, 0, vlan
+		return status, 0
 	}
 	status |= RxStatIPCS
 	if fold(onesSum(ip[:ihl], 0)) != 0xffff {
@@ -185,19 +201,19 @@ func (n *NIC) rxOffload(f, scratch []byte) (out []byte, status, errs uint8, vlan
 	frag := binary.BigEndian.Uint16(ip[6:8])&0x3fff != 0
 	proto := ip[9]
 	if frag || total < ihl || total > len(ip) || (proto != 6 && proto != 17) {
-		return out, status, errs, vlan
+		return status, errs
 	}
 	l4 := ip[ihl:total]
 	if proto == 17 && (len(l4) < 8 || binary.BigEndian.Uint16(l4[6:8]) == 0) {
-		return out, status, errs, vlan // a UDP datagram without a checksum
+		return status, errs // a UDP datagram without a checksum
 	}
 	if proto == 6 && len(l4) < 20 {
-		return out, status, errs, vlan
+		return status, errs
 	}
 	status |= RxStatL4CS
 	sum := onesSum(ip[12:20], uint32(proto)+uint32(len(l4)))
 	if fold(onesSum(l4, sum)) != 0xffff {
 		errs |= RxErrTCPE
 	}
-	return out, status, errs, vlan
+	return status, errs
 }

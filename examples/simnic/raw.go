@@ -285,6 +285,14 @@ func (f *RawForwarder) Start() error {
 	}
 	f.rx.program([]busdma.BusAddr{f.rings[1].Paddr}, []busdma.BusAddr{f.rings[0].Paddr}, f.rx.cfg.NTxd, f.rxSize, f.bufSz)
 	f.tx.program([]busdma.BusAddr{f.rings[2].Paddr}, []busdma.BusAddr{f.rings[3].Paddr}, f.txSize, f.tx.cfg.NRxd, f.tx.cfg.RxBufSize)
+	// A bridge: the receive filter open, tags left in the frames (no
+	// CTRL.VME: the forwarder's descriptors carry none), the hardware's
+	// largest frame, whatever a previous driver programmed.
+	for _, n := range []*NIC{f.rx, f.tx} {
+		_ = n.SetRxControl(ResetRxControl)
+		n.SetVLANMode(false)
+		_ = n.SetMaxFrame(n.cfg.MaxFrame)
+	}
 	// Every buffer is on the free stack (NewRawForwarder, stopLocked).
 	for i := range f.txSlot {
 		f.txSlot[i] = -1

@@ -50,11 +50,19 @@ const (
 	// interrupts raised (it follows the Nth one, on a queue the schedule
 	// picks).
 	FaultSpuriousIntr
+	// FaultPause: the link partner sends an 802.3x XOFF (Len: its pause
+	// quanta, 1..65535 of 512 bit times): counted (RxXoff) and, with
+	// receive flow control resolved on, the transmitter stops every queue
+	// for the quanta at the link speed (TxPauses); the driver's IFDI_TIMER
+	// reports it to iflib (isc_pause_frames), whose watchdog then does not
+	// take the stalled queues for hung. Stream: TX descriptors of the
+	// queue (the XOFF arrives after the Nth).
+	FaultPause
 	numFaultKinds
 )
 
 var faultNames = [...]string{"", "link-down", "tx-hang", "lost-write-back", "tx-dma", "rx-crc", "rx-symbol",
-	"rx-length", "rx-dma", "rx-bad-length", "lost-intr", "spurious-intr"}
+	"rx-length", "rx-dma", "rx-bad-length", "lost-intr", "spurious-intr", "pause"}
 
 func (k FaultKind) String() string {
 	if k > 0 && k < numFaultKinds {
@@ -85,6 +93,9 @@ type Profile struct {
 	// (default 4; clamped to MaxMean likewise). A loss lasts until that
 	// many reads, or until SetLink.
 	LinkDownFor uint64
+	// PauseQuanta is the mean quanta of a scheduled XOFF (FaultPause;
+	// default 4096: 2 ms at 1 Gb/s, 21 µs at 100 Gb/s; at most 65535).
+	PauseQuanta uint64
 }
 
 // MaxMean is the largest mean gap a Profile takes; larger values are
@@ -108,6 +119,7 @@ func DefaultProfile() Profile {
 			FaultRxBadLength:   30_000,
 			FaultLostIntr:      500,
 			FaultSpuriousIntr:  300,
+			FaultPause:         20_000,
 		},
 		LinkDownFor: 4,
 	}
@@ -127,7 +139,7 @@ func (k FaultKind) stream() stream {
 	switch k {
 	case FaultLinkDown:
 		return streamLink
-	case FaultTxHang, FaultLostWriteBack, FaultTxDMA:
+	case FaultTxHang, FaultLostWriteBack, FaultTxDMA, FaultPause:
 		return streamTx
 	case FaultLostIntr, FaultSpuriousIntr:
 		return streamIntr
@@ -201,6 +213,9 @@ const maxFired = 4096
 func NewSchedule(seed uint64, p Profile) *Schedule {
 	if p.LinkDownFor == 0 {
 		p.LinkDownFor = 4
+	}
+	if p.PauseQuanta == 0 {
+		p.PauseQuanta = 4096
 	}
 	return &Schedule{seed: seed, prof: p, gens: map[genKey]*faultGen{}}
 }

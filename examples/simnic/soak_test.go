@@ -746,12 +746,13 @@ func (l *soakLedger) check(t *testing.T, r *simnictest.Rig, w *soakWire, gen *si
 	tot.rxOffered, tot.rxSent, tot.rxDelivered = gen.Sent()+gen.Refused(), gen.Sent(), l.rxDelivered
 	tot.rxDrops = map[string]uint64{
 		"wire-fifo-full": dev.RxMissed - dev.RxFlushed, "wire-link-down": dev.RxLinkDown, "wire-too-long": dev.RxTooLong - dev.RxNoRoom,
+		"wire-filtered-addr": dev.RxFilteredAddr, "wire-filtered-vlan": dev.RxFilteredVLAN,
 		"fifo-flushed-by-reset": dev.RxFlushed, "no-room": dev.RxNoRoom,
 		"iflib-ierrors": ie - tot.recounted, "iflib-discards": disc, "iflib-stop-discards": sd, "iflib-iqdrops": iqd,
 	}
-	if gen.Sent()+gen.Refused() != gen.Sent()+dev.RxMissed-dev.RxFlushed+dev.RxLinkDown+dev.RxTooLong-dev.RxNoRoom {
-		t.Fatalf("RX at the wire: offered %d ≠ taken %d + refused %d+%d+%d", gen.Sent()+gen.Refused(), gen.Sent(),
-			dev.RxMissed-dev.RxFlushed, dev.RxLinkDown, dev.RxTooLong-dev.RxNoRoom)
+	if gen.Sent()+gen.Refused() != gen.Sent()+dev.RxMissed-dev.RxFlushed+dev.RxLinkDown+dev.RxTooLong-dev.RxNoRoom+dev.RxFilteredAddr+dev.RxFilteredVLAN {
+		t.Fatalf("RX at the wire: offered %d ≠ taken %d + refused %d+%d+%d+%d+%d", gen.Sent()+gen.Refused(), gen.Sent(),
+			dev.RxMissed-dev.RxFlushed, dev.RxLinkDown, dev.RxTooLong-dev.RxNoRoom, dev.RxFilteredAddr, dev.RxFilteredVLAN)
 	}
 	return tot
 }
