@@ -26,6 +26,13 @@ import (
 //   - Descriptors are read only below the device's write-back frontier (see
 //     devTxq): the frontier stands in for coherent DMA visibility and is
 //     never used as a count.
+//   - Control (driver_ctl.go): AttachPre reports the EEPROM address
+//     (iflib_set_mac), the media and the capabilities; IFDI_INIT programs
+//     the address, the receive filter, VLAN tagging and filtering, the max
+//     frame register, RSS and the medium from the context; the optional
+//     IFDI_MTU_SET, PROMISC_SET, MULTI_SET, VLAN_REGISTER/UNREGISTER,
+//     MEDIA_STATUS/CHANGE, LINK_INTR_ENABLE and NEEDS_RESTART are em's;
+//     IFDI_TIMER reports XOFFs (isc_pause_frames).
 type Driver struct {
 	nic *NIC
 	// ic is the context: stored by AttachPre (Register may call Init
@@ -134,10 +141,10 @@ var (
 	errRxFrame = errors.New("simnic: receive frame error in the descriptor (EBADMSG)")
 	// ErrFrameTooLong is TxdEncap refusing a frame (without TSO) whose
 	// length with the FCS exceeds the max frame register (NIC.MaxFrame:
-	// Config.MaxFrame, or what IFDI_MTU_SET programmed): the device would
-	// drop it (TxTooLong), so the driver does not hand it over. iflib frees
-	// it and counts it in oerrors. A tag the device inserts (M_VLANTAG) is
-	// not counted; one already in the frame's data is.
+	// Config.MaxFrame, or what IFDI_MTU_SET programmed), not counting one
+	// VLAN tag: the device would drop it (TxTooLong), so the driver does
+	// not hand it over. iflib frees it and counts it in oerrors. A frame
+	// whose tag may be in its data is left to the device (see tooLong).
 	ErrFrameTooLong = errors.New("simnic: frame longer than the max frame register")
 	// ErrOffload is TxdEncap refusing an offload the driver does not
 	// advertise (IPv6 checksums or TSO, or any offload without
@@ -266,7 +273,7 @@ func (d *Driver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 		sc.TxTSOSegmentsMax, sc.TxTSOSizeMax, sc.TxTSOSegSizeMax = cfg.TSOSegs, TSOMaxSize, 4096
 	}
 	sc.TxRx = d
-	return nil
+	return d.attachCtl(ic, sc)
 }
 
 // TxQueuesAlloc is IFDI_TX_QUEUES_ALLOC. More queue sets than the NIC
@@ -350,18 +357,11 @@ func (d *Driver) Init(ic *iflib.Context) error {
 		d.rx[i].visible = 0
 	}
 	d.nic.program(tx, rx, d.tx[0].size, d.rx[0].size, ic.RxBufSize(0)) // iflib_get_rx_mbuf_sz: the buffers iflib posts
-	d.programFilters(ic)
+	if err := d.programCtl(ic); err != nil {
+		return err
+	}
 	d.nic.start(d.intr)
 	return nil
-}
-
-// programFilters writes the receive filter, VLAN, max frame and RSS
-// registers in IFDI_INIT (em_if_init: e1000_rar_set, em_if_multi_set,
-// em_if_set_promisc, em_setup_vlan_hw_support; ixgbe's RSS setup).
-func (d *Driver) programFilters(ic *iflib.Context) {
-	n := d.nic
-	n.SetVLANMode(true) // IFCAP_VLAN_HWTAGGING, on by default as em's
-	_ = n.SetRSS(DefaultRSSKey, RoundRobinRETA(len(d.rx)), rssFieldKnown)
 }
 
 // intr is the driver's interrupt filter: schedule the queue task, or the
@@ -379,10 +379,11 @@ func (d *Driver) intr(c intrCause, q int) {
 }
 
 // UpdateAdminStatus is IFDI_UPDATE_ADMIN_STATUS
-// (em_if_update_admin_status): read the link and report it.
+// (em_if_update_admin_status): read the link and report it with the
+// speed the PHY resolved.
 func (d *Driver) UpdateAdminStatus(ic *iflib.Context) {
 	if d.nic.readStatus() {
-		ic.LinkStateChange(iflib.LinkStateUp, 100_000_000_000)
+		ic.LinkStateChange(iflib.LinkStateUp, d.nic.linkSpeed.Load())
 	} else {
 		ic.LinkStateChange(iflib.LinkStateDown, 0)
 	}
@@ -475,9 +476,7 @@ func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 		return ErrOffload
 	case tso && (pi.TSOSegSize == 0 || int(pi.EHdrLen)+int(pi.IPHLen)+int(pi.TCPHLen)+int(pi.TSOSegSize)+4 > d.nic.MaxFrame()):
 		return ErrOffload
-	case !tso && pi.Len+4 > d.nic.MaxFrame():
-		// The max frame register counts the FCS; the tag a descriptor
-		// inserts (VLE) is the one it does not count.
+	case !tso && d.tooLong(pi):
 		return ErrFrameTooLong
 	case pi.MFlags&iflib.MVLANTag != 0 && !d.nic.VLANMode():
 		return ErrOffload // no CTRL.VME: the device cannot insert the tag
@@ -540,6 +539,26 @@ func (d *Driver) TxdEncap(pi *iflib.PktInfo) error {
 	pi.NewPIdx = idx
 	t.encapped++
 	return nil
+}
+
+// tooLong reports a frame (without TSO) the device would drop for its
+// length: the max frame register counts the FCS and not one VLAN tag,
+// whether the descriptor inserts it (M_VLANTAG) or the frame carries it.
+// iflib parses the header only for offloads, so a frame up to 4 bytes
+// over the untagged limit whose EtherType is unknown may be tagged in its
+// data (a forwarder's): the device decides, and drops an untagged one
+// whole, counted (TxTooLong).
+func (d *Driver) tooLong(pi *iflib.PktInfo) bool {
+	max := d.nic.MaxFrame() - 4 // the FCS
+	switch {
+	case pi.MFlags&iflib.MVLANTag != 0:
+		return pi.Len > max
+	case pi.Len <= max:
+		return false
+	case pi.Len > max+4:
+		return true
+	}
+	return pi.EHdrLen != 0 && pi.EHdrLen != 18 // parsed: untagged
 }
 
 // TxdFlush is ift_txd_flush: write TDT.
@@ -688,7 +707,7 @@ func rssHashType(t uint8) iflib.HashType {
 	case RSSTypeUDPIPv4:
 		return iflib.HashRSSUDPv4
 	case RSSTypeUDPIPv6:
-		return iflib.HashOpaqueRSS // iflib has no M_HASHTYPE_RSS_UDP_IPV6 yet: an RSS hash of another type
+		return iflib.HashRSSUDPv6
 	}
 	return iflib.HashNone
 }

@@ -29,7 +29,9 @@ import (
 // forwarders between them (New, Start, Stop, Close at any time);
 // generators (lossless or not, any rate and count, frames of every
 // length); wires (SetPeer through counting endpoints, and Connect); link flaps;
-// one-shot device faults; an iflib driver attached, initialised, stopped,
+// one-shot device faults; the control registers (receive filter, VLAN
+// table and mode, max frame, RSS, PHY, link partner) written with any
+// value, and PAUSE frames; an iflib driver attached, initialised, stopped,
 // transmitting and detached at any time; stats reads; and Env.Close at the
 // end (or earlier). After every step it checks:
 //

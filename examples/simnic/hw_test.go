@@ -535,3 +535,48 @@ func TestScheduledPauseReportedToWatchdog(t *testing.T) {
 		})
 	}
 }
+
+// The RSS type follows what was hashed (ixgbe_determine_rsstype): TCP and
+// UDP over IPv4 and IPv6 with their ports, an IPv4 fragment by its
+// addresses only, a frame that is not IP not at all (queue 0).
+func TestRSSHashTypes(t *testing.T) {
+	var mu sync.Mutex
+	got := map[byte]iflib.HashType{}
+	input := func(_ int, pkts []*iflib.Packet) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range pkts {
+			got[m.Bytes()[len(m.Bytes())-1]] = m.Hdr.HashType
+			m.Free()
+		}
+	}
+	r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{Queues: 2, NTxd: 64, NRxd: 64}, Input: input, TxZone: -1})
+	v4, v6 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("2001:db8::1")
+	mark := func(f []byte, id byte) []byte { f[len(f)-1] = id; return f }
+	udp := func(f []byte, v6 bool) []byte {
+		if v6 {
+			f[14+6] = 17
+		} else {
+			f[14+9] = 17
+		}
+		return f
+	}
+	frag := tcpFrame(v4, v4, 1, 2)
+	frag[14+6] = 0x20 // MF
+	nonIP := ether(simnic.DefaultMAC, 0x88b5, 80, false, 0)
+	frames := map[byte][]byte{
+		1: tcpFrame(v4, v4, 1, 2), 2: udp(tcpFrame(v4, v4, 1, 2), false),
+		3: tcpFrame(v6, v6, 1, 2), 4: udp(tcpFrame(v6, v6, 1, 2), true),
+		5: frag, 6: nonIP,
+	}
+	want := map[byte]iflib.HashType{1: iflib.HashRSSTCPv4, 2: iflib.HashRSSUDPv4, 3: iflib.HashRSSTCPv6, 4: iflib.HashRSSUDPv6,
+		5: iflib.HashRSSIPv4, 6: iflib.HashNone}
+	for id, f := range frames {
+		f = mark(f, id)
+		waitFor(t, "the wire", func() bool { return r.NIC.Receive(f) })
+	}
+	waitFor(t, "every frame", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == len(frames) })
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, want, got)
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/stretchr/testify/require"
 )
 
 // offloadRig is a rig on a NIC with Config.Offload and a recording wire.
@@ -201,11 +202,24 @@ func checkTSO(orig []byte, segs [][]byte, mss int) error {
 }
 
 // VLAN tag insertion on TX (M_VLANTAG → VLE) with and without the other
-// offloads.
+// offloads. Without Config.Offload, IFCAP_VLAN_HWTAGGING is offered but
+// not enabled: a tagged packet is refused until SIOCSIFCAP enables it
+// (and the device's CTRL.VME with it).
 func TestVLANInsertion(t *testing.T) {
 	for _, offload := range []bool{false, true} {
 		t.Run(fmt.Sprint("offload=", offload), func(t *testing.T) {
 			r, rec := offloadRig(t, iflib.TxModeMPRing, offload, nil)
+			require.NotZero(t, r.Ctx.Capabilities()&iflib.CapVLANHWTagging)
+			if !offload {
+				require.Zero(t, r.Ctx.CapEnabled()&iflib.CapVLANHWTagging)
+				require.False(t, r.NIC.VLANMode())
+				m := r.Packet(simnictest.FrameSpec{Len: 100}.Build(nil), 1)
+				m.Hdr.Flags |= iflib.MVLANTag
+				m.Hdr.VLANTag = 100
+				require.ErrorIs(t, r.Ctx.Transmit(m), iflib.ErrOffloadDisabled)
+				require.NoError(t, r.Ctx.SetCapEnable(r.Ctx.CapEnabled()|iflib.CapVLANHWTagging))
+			}
+			require.True(t, r.NIC.VLANMode(), "CTRL.VME programmed from IFCAP_VLAN_HWTAGGING")
 			const n = 40
 			transmitAll(t, r, func(i int) *iflib.Packet {
 				s := simnictest.FrameSpec{Seq: uint32(i), Len: []int{60, 200, 1514, 5000}[i%4]}
@@ -232,9 +246,8 @@ func TestVLANInsertion(t *testing.T) {
 // RX: the device strips VLAN tags into the descriptor (iflib hands them
 // up in Hdr.VLANTag with M_VLANTAG) and checks IPv4 and TCP/UDP
 // checksums, which the driver reports as CSUM_L3_CALC|L3_VALID and
-// CSUM_L4_CALC|L4_VALID (a bad one: CALC without VALID). Without
-// Config.Offload frames come up with no checksum flags, their tags still
-// stripped (VLAN tagging is on by default either way, as em's).
+// CSUM_L4_CALC|L4_VALID (a bad one: CALC without VALID). Without the
+// offloads frames come up as they were, with no checksum flags.
 func TestRxChecksumAndVLANStrip(t *testing.T) {
 	type want struct {
 		csum iflib.CsumFlags
@@ -265,6 +278,7 @@ func TestRxChecksumAndVLANStrip(t *testing.T) {
 	}
 	// A non-IP frame: no checksum flags.
 	raw := make([]byte, 100)
+	copy(raw, simnic.DefaultMAC[:]) // to the NIC: the address filter passes it
 	raw[12], raw[13] = 0x88, 0xb5
 	frames = append(frames, sent{raw, want{}})
 	for _, offload := range []bool{false, true} {
@@ -298,11 +312,11 @@ func TestRxChecksumAndVLANStrip(t *testing.T) {
 			for i, s := range frames {
 				g := gots[i]
 				w, data := s.off, s.frame
-				if w.vlan != 0 { // VLAN tagging (CTRL.VME) is on either way, as em's IFCAP_VLAN_HWTAGGING
+				if offload && w.vlan != 0 {
 					data = append(append([]byte{}, s.frame[:12]...), s.frame[16:]...)
 				}
 				if !offload {
-					w = want{vlan: w.vlan}
+					w = want{}
 				}
 				if !bytes.Equal(g.data, data) || g.csum != w.csum || g.vflag != (w.vlan != 0) || g.vlan != w.vlan {
 					t.Fatalf("frame %d: got csum %#x vlan %v/%d (%d bytes), want csum %#x vlan %d (%d bytes)",
