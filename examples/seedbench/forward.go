@@ -361,7 +361,9 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			r = nil
 		}
 	}()
-	if r.NICA, err = env.NewNIC(simnic.Config{Unit: 0, Queues: o.Queues}); err != nil {
+	// A's address is the generator's destination (putHeader): simnic's
+	// receive filter passes only frames to the station.
+	if r.NICA, err = env.NewNIC(simnic.Config{Unit: 0, Queues: o.Queues, MAC: [6]byte{2, 0, 0, 0, 0, 0xb}}); err != nil {
 		return r, err
 	}
 	if r.NICB, err = env.NewNIC(simnic.Config{Unit: 1, Queues: o.Queues}); err != nil {

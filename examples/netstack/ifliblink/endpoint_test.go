@@ -112,7 +112,9 @@ func TestBindIdentity(t *testing.T) {
 	assert.Equal(t, stack.GSONotSupported, noTSO.SupportedGSO())
 	assert.Zero(t, noTSO.GSOMaxSize())
 
-	hw, ic5 := attach(t, env, simnic.Config{Unit: 5}, ifliblink.Options{HardwareAddr: func() []byte { return []byte(mac) }})
+	// simnic reports its address (iflib_set_mac from AttachPre): the
+	// context's address wins over HardwareAddr.
+	hw, ic5 := attach(t, env, simnic.Config{Unit: 5, MAC: [6]byte([]byte(mac))}, ifliblink.Options{HardwareAddr: func() []byte { return []byte{2, 9, 9, 9, 9, 9} }})
 	require.NoError(t, hw.Bind(ic5))
 	assert.Equal(t, mac, hw.LinkAddress(), "the driver's address")
 }

@@ -106,12 +106,14 @@ func badFrames(p *nsrig.Pair) []badFrame {
 			gv(func(s *tcpip.Stats) *tcpip.StatCounter { return s.TCP.ChecksumErrors })},
 		{"bad-udp-checksum", w.eth(w.dst, header.IPv4ProtocolNumber, w.ip4(header.UDPProtocolNumber, w.udp(9, 20, true))),
 			gv(func(s *tcpip.Stats) *tcpip.StatCounter { return s.UDP.ChecksumErrors })},
-		{"over-mtu", w.eth(w.dst, header.IPv4ProtocolNumber, tooBigIP), func(s *nsrig.Side) uint64 { return s.EP.Stats().RxOverMTU }},
+		// simnic's max frame counts the FCS (MTU + 18): 2 bytes over the MTU
+		// is over the max frame too, refused at the wire.
+		{"over-mtu", w.eth(w.dst, header.IPv4ProtocolNumber, tooBigIP), func(s *nsrig.Side) uint64 { return s.NIC.Stats().RxTooLong }},
 		{"over-maxframe", w.eth(w.dst, header.IPv4ProtocolNumber, make([]byte, mtu+64)), func(s *nsrig.Side) uint64 { return s.NIC.Stats().RxTooLong }},
 		{"non-ip", w.eth(w.dst, 0x88b5, make([]byte, 46)), nsrig.UnknownL3Side},
 		{"vlan", w.eth(w.dst, 0x8100, make([]byte, 46)), nsrig.UnknownL3Side},
 		{"other-host", w.eth("\x02\x99\x99\x99\x99\x99", header.IPv4ProtocolNumber, w.ip4(header.UDPProtocolNumber, w.udp(9, 10, false))),
-			func(s *nsrig.Side) uint64 { return s.EP.Stats().RxOtherHost }},
+			func(s *nsrig.Side) uint64 { return s.NIC.Stats().RxFilteredAddr }}, // simnic's unicast filter
 		{"truncated-arp", w.eth(header.EthernetBroadcastAddress, header.ARPProtocolNumber, make([]byte, 10)),
 			gv(func(s *tcpip.Stats) *tcpip.StatCounter { return s.ARP.MalformedPacketsReceived })},
 	}
@@ -144,7 +146,7 @@ func TestBadInput(t *testing.T) {
 				before := bf.count(p.B)
 				const n = 5
 				for range n {
-					require.True(t, p.B.NIC.Receive(bf.frame) || bf.name == "over-maxframe", bf.name)
+					require.True(t, p.B.NIC.Receive(bf.frame) || bf.name == "over-maxframe" || bf.name == "over-mtu" || bf.name == "other-host", bf.name)
 					injected++
 				}
 				require.Eventually(t, func() bool { return bf.count(p.B)-before == n }, 5*time.Second, time.Millisecond,
@@ -211,8 +213,10 @@ func TestFlood(t *testing.T) {
 		got := bf.count(p.B) - before[i]
 		want := per - refused[i]
 		switch bf.name {
-		case "over-maxframe":
-			want = per // refused at the wire, and counted there
+		case "over-maxframe", "over-mtu":
+			want = 2 * per // refused at the wire, and counted there (one counter for both)
+		case "other-host":
+			want = per // refused at the wire by the address filter, and counted there
 		case "truncated-ip", "bad-ip-checksum":
 			want = 2*per - refused[1] - refused[2] // one counter for both
 		case "non-ip", "vlan":

@@ -100,8 +100,9 @@ func Balance(from, to Books) error {
 	check("processed = sent + dropped whole", s.Dev.TxProcessed, s.Dev.TxPackets+s.Dev.TxTooLong+s.Dev.TxDMAFaults+s.Dev.TxBadContext,
 		fmt.Sprintf("sent %d too-long %d dma %d bad-context %d", s.Dev.TxPackets, s.Dev.TxTooLong, s.Dev.TxDMAFaults, s.Dev.TxBadContext))
 	wire := s.Dev.TxFrames + r.Injected
-	check("wire = written + refused at the wire", wire, r.Written+r.Dev.RxLinkDown+r.Dev.RxTooLong+r.Dev.RxMissed,
-		fmt.Sprintf("frames %d injected %d; written %d link-down %d too-long %d missed %d", s.Dev.TxFrames, r.Injected, r.Written, r.Dev.RxLinkDown, r.Dev.RxTooLong, r.Dev.RxMissed))
+	filtered := r.Dev.RxFilteredAddr + r.Dev.RxFilteredVLAN // simnic's receive filter (not our address, VLAN not registered)
+	check("wire = written + refused at the wire", wire, r.Written+r.Dev.RxLinkDown+r.Dev.RxTooLong+r.Dev.RxMissed+filtered,
+		fmt.Sprintf("frames %d injected %d; written %d link-down %d too-long %d missed %d filtered %d", s.Dev.TxFrames, r.Injected, r.Written, r.Dev.RxLinkDown, r.Dev.RxTooLong, r.Dev.RxMissed, filtered))
 	check("written = ipackets + ierrors + rx_stop_discards", r.Written, r.Rx.IPackets+r.Rx.IErrors+r.Rx.StopDiscards,
 		fmt.Sprintf("ipackets %d ierrors %d stop-discards %d", r.Rx.IPackets, r.Rx.IErrors, r.Rx.StopDiscards))
 	check("ipackets = to the endpoint + iqdrops + filtered", r.Rx.IPackets, r.EP.RxPackets+r.EP.RxDropped()+r.Rx.IQDrops+r.Rx.Filtered,
@@ -156,6 +157,7 @@ type ledgerKey struct {
 	encapped, abandoned                        uint64
 	processed, sent, tooLong, dma, ctx, frames uint64
 	written, rxLinkDown, rxTooLong, rxMissed   uint64
+	rxFiltered                                 uint64
 }
 
 func (b Books) ledger() ledgerKey {
@@ -167,5 +169,6 @@ func (b Books) ledger() ledgerKey {
 		processed: b.Dev.TxProcessed, sent: b.Dev.TxPackets, tooLong: b.Dev.TxTooLong, dma: b.Dev.TxDMAFaults, ctx: b.Dev.TxBadContext,
 		frames:  b.Dev.TxFrames,
 		written: b.Written, rxLinkDown: b.Dev.RxLinkDown, rxTooLong: b.Dev.RxTooLong, rxMissed: b.Dev.RxMissed,
+		rxFiltered: b.Dev.RxFilteredAddr + b.Dev.RxFilteredVLAN,
 	}
 }

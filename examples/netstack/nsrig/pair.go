@@ -180,6 +180,14 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 		if err = s.EP.Bind(s.Context()); err != nil {
 			return p, err
 		}
+		if cfg.IPv6 {
+			// NDP's solicited-node groups: the endpoint does not join
+			// multicast groups (if_addmulti), so take them all (simnic
+			// filters multicast by its MTA).
+			if err = s.Context().SetFlags(iflib.IffAllMulti); err != nil {
+				return p, err
+			}
+		}
 		if err = s.Context().Init(); err != nil {
 			return p, err
 		}
