@@ -36,19 +36,23 @@ type SharedCtx struct {
 	// (a power of two; 0: 4096).
 	QAlign int
 	// TxMaxSize is isc_tx_maxsize: the largest packet (all its buffers)
-	// one TX descriptor chain may carry (0: 65535).
+	// one TX descriptor chain may carry (0: 65535; else
+	// MinTxMaxSize..MaxTxMaxSize).
 	TxMaxSize int
 	// TxMaxSegSize is isc_tx_maxsegsize: the most bytes one TX descriptor
-	// may point at (0: 4096).
+	// may point at (0: 4096; else MinTxSegSize..MaxTxMaxSize).
 	TxMaxSegSize int
-	// TSOMaxSize is isc_tso_maxsize: the largest TSO packet (0: no TSO).
+	// TSOMaxSize is isc_tso_maxsize: the largest TSO packet (0: no TSO;
+	// else MinTxMaxSize..MaxTxMaxSize).
 	TSOMaxSize int
 	// TSOMaxSegSize is isc_tso_maxsegsize: the most bytes per descriptor of
-	// a TSO packet (0: TxMaxSegSize).
+	// a TSO packet (0: TxMaxSegSize; else MinTxSegSize..MaxTxMaxSize).
 	TSOMaxSegSize int
 	// RxMaxSize, RxMaxSegSize and RxNSegments are isc_rx_maxsize,
 	// isc_rx_maxsegsize and isc_rx_nsegments: the RX buffer tag; a buffer
-	// must load as one segment (0: the cluster size, and 1 segment).
+	// must load as one segment (0: the cluster size, and 1 segment). A
+	// size below the cluster size is raised to it; at most MaxTxMaxSize,
+	// and RxNSegments at most MaxRxSegs.
 	RxMaxSize    int
 	RxMaxSegSize int
 	RxNSegments  int
@@ -287,6 +291,17 @@ const (
 	// MaxRxBudget is the largest rx_budget (ifc_sysctl_rx_budget is a
 	// uint16_t).
 	MaxRxBudget = 1<<16 - 1
+	// MinTxMaxSize is the smallest isc_tx_maxsize and isc_tso_maxsize: a
+	// minimum Ethernet frame without its FCS (ETHER_MIN_LEN − ETHER_CRC_LEN).
+	MinTxMaxSize = 60
+	// MaxTxMaxSize bounds the TX and RX tag sizes and segment sizes: four
+	// times a 64 KB TSO packet.
+	MaxTxMaxSize = 1 << 18
+	// MinTxSegSize is the smallest isc_tx_maxsegsize and
+	// isc_tso_maxsegsize: below it a full-size frame needs more segments
+	// than any descriptor budget (a 9000-byte frame in 256-byte pieces is
+	// already 36 descriptors).
+	MinTxSegSize = 256
 	// MaxRSSTableSize bounds isc_rss_table_size: iflib keeps an RSS
 	// indirection table of that many entries (RSSConfig.Table); the
 	// largest NIC tables hold a few thousand.
@@ -383,7 +398,26 @@ func resolveShared(s *SharedCtx) error {
 			return cfgErr(f.name, f.v, "must not be negative")
 		}
 	}
+	for _, f := range []struct {
+		name     string
+		v, lo    int
+		zeroOK   bool
+		loReason string
+	}{
+		{"TxMaxSize", s.TxMaxSize, MinTxMaxSize, false, "a minimum frame"},
+		{"TSOMaxSize", s.TSOMaxSize, MinTxMaxSize, true, "a minimum frame"},
+		{"TxMaxSegSize", s.TxMaxSegSize, MinTxSegSize, false, "MinTxSegSize"},
+		{"TSOMaxSegSize", s.TSOMaxSegSize, MinTxSegSize, false, "MinTxSegSize"},
+		{"RxMaxSize", s.RxMaxSize, 0, true, ""},
+		{"RxMaxSegSize", s.RxMaxSegSize, 0, true, ""},
+	} {
+		if (f.v != 0 || !f.zeroOK) && (f.v < f.lo || f.v > MaxTxMaxSize) {
+			return cfgErr(f.name, f.v, fmt.Sprintf("must be %d..%d (at least %s)", f.lo, MaxTxMaxSize, f.loReason))
+		}
+	}
 	switch {
+	case s.RxNSegments > MaxRxSegs:
+		return cfgErr("RxNSegments", s.RxNSegments, fmt.Sprintf("must be 1..%d (IFLIB_MAX_RX_SEGS)", MaxRxSegs))
 	case s.DriverName == "":
 		return cfgErr("DriverName", "", "empty: the driver must name itself")
 	case s.NTxQs < 1 || s.NTxQs > MaxQueuesPerSet:

@@ -60,6 +60,16 @@ func TestConfigNonsenseIsConfigError(t *testing.T) {
 		{field: "NTxdDefault[0]", shared: func(s *iflib.SharedCtx) { s.NTxdMax[0], s.NTxdDefault[0] = iflib.MaxRingSize, huge }},
 		{field: "NRxd{Min,Max}[0]", shared: func(s *iflib.SharedCtx) { s.NRxdMin[0] = -1 }},
 		{field: "NTxQs", shared: func(s *iflib.SharedCtx) { s.NTxQs = 9 }},
+		// Positive but useless: every packet would be ErrTooBig or need
+		// more segments than any budget (audit20 finding 4).
+		{field: "TxMaxSize", shared: func(s *iflib.SharedCtx) { s.TxMaxSize = 1 }},
+		{field: "TxMaxSize", shared: func(s *iflib.SharedCtx) { s.TxMaxSize = huge }},
+		{field: "TSOMaxSize", shared: func(s *iflib.SharedCtx) { s.TSOMaxSize = 59 }},
+		{field: "TxMaxSegSize", shared: func(s *iflib.SharedCtx) { s.TxMaxSegSize = 1 }},
+		{field: "TSOMaxSegSize", shared: func(s *iflib.SharedCtx) { s.TSOMaxSegSize = 255 }},
+		{field: "RxMaxSize", shared: func(s *iflib.SharedCtx) { s.RxMaxSize = iflib.MaxTxMaxSize + 1 }},
+		{field: "RxMaxSegSize", shared: func(s *iflib.SharedCtx) { s.RxMaxSegSize = huge }},
+		{field: "RxNSegments", shared: func(s *iflib.SharedCtx) { s.RxNSegments = iflib.MaxRxSegs + 1 }},
 		{field: "NFL", shared: func(s *iflib.SharedCtx) { s.NFL = 2 }},
 
 		{field: "NTxQSetsMax", softc: func(s *iflib.SoftcCtx) { s.NTxQSetsMax = huge }},

@@ -322,7 +322,7 @@ func (c *Context) TxBacklog(qid int) int {
 func (q *txq) swBacklog() int {
 	switch {
 	case q.mpr != nil:
-		// Packets only: not the TX task's sentinel.
+		// Packets only: not the TX task's sentinels.
 		st := q.mpr.State()
 		return max(0, q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx))-int(q.sentinels.Load()))
 	case q.drbr != nil:

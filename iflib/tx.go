@@ -362,16 +362,10 @@ func (mpringPath) task(q *txq) {
 	// pending (a racy read of consumer state); we always do, so the
 	// completion that woke us is reclaimed by whoever is the consumer. A
 	// full ring refuses the sentinel: then only check drainage.
-	//
-	// One sentinel in the ring is enough: while one waits (the drain
-	// cannot proceed: link down, ring full) the task only checks
-	// drainage, so sentinels never pile up in the ring, and TxBacklog
-	// subtracts the one there.
+	// Each enqueue also restarts a stalled ring whatever the can_drain
+	// probe says (a producer becomes the consumer); sentinels are counted
+	// (q.sentinels) so that TxBacklog reports packets only.
 	abdicate := q.ctx.cfg.TxAbdicate
-	if q.sentinels.Load() > 0 {
-		q.mpr.CheckDrainage(TxBatchSize)
-		return
-	}
 	q.sentinels.Add(1)
 	err := q.mpr.EnqueueOne(q.sentinel, TxBatchSize, abdicate)
 	if err != nil {

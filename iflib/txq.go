@@ -101,7 +101,7 @@ type txq struct {
 	// consumer (FreeBSD enqueues the txq pointer itself).
 	sentinel *Packet
 	purging  atomic.Bool // IFC_QFLUSH for this queue: the drain frees everything
-	// sentinels counts the TX task's sentinels in the mp_ring (0 or 1).
+	// sentinels counts the TX task's sentinels in the mp_ring.
 	sentinels atomic.Int64
 
 	wake  chan struct{} // GROUPTASK_ENQUEUE(&ift_task), buffered 1
