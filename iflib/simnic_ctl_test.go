@@ -82,7 +82,7 @@ func TestSetMTUUnderTrafficSimnic(t *testing.T) {
 			}
 		}
 	}()
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 4; i++ {
 		n := delivered.Load()
 		eventually(t, "frames delivered", func() bool { return delivered.Load() >= n+10 })
 		mtu := []int{1500, 9000}[i%2]
