@@ -116,7 +116,9 @@ type Endpoint struct {
 	txWait  time.Duration
 	ic      atomic.Pointer[iflib.Context]
 	disp    atomic.Pointer[dispatcher]
-	mtu     atomic.Uint32 // the IP MTU asked (Options.MTU, SetMTU); 0: the context's
+	mtu     atomic.Uint32  // the IP MTU asked (Options.MTU, SetMTU); 0: the context's
+	ctlMu   sync.Mutex     // serialises the control calls SetMTU and SetLinkAddress hand off
+	ctlWG   sync.WaitGroup // those hand-offs, for Wait
 	closed  atomic.Bool
 	batches sync.Pool             // *[]*iflib.Packet scratch of WritePackets
 	lros    atomic.Pointer[[]lro] // one per RX queue, set at the first Bind
@@ -322,11 +324,37 @@ func (e *Endpoint) MTU() uint32 {
 // driver refuses (no IFDI_MTU_SET, or beyond its hardware: gVisor's
 // SetMTU has no error to return), the device keeps its MTU and MTU
 // reports the smaller of the two.
+//
+// The device is told on another goroutine, after SetMTU returns: gVisor
+// calls SetMTU holding its stack lock, and the reinit waits for iflib's
+// RX tasks, which may be waiting for that lock inside the stack. MTU
+// reports the smaller of the two until the device has the new one; Wait
+// waits for the hand-off.
 func (e *Endpoint) SetMTU(mtu uint32) {
-	if c := e.ic.Load(); c != nil && int(mtu) != c.MTU() {
-		_ = c.SetMTU(int(mtu))
-	}
 	e.mtu.Store(mtu)
+	e.handOff(func(c *iflib.Context) {
+		if want := int(e.mtu.Load()); want != 0 && want != c.MTU() {
+			_ = c.SetMTU(want)
+		}
+	})
+}
+
+// handOff runs a control call on the bound context on its own goroutine,
+// one at a time, each reading the latest setting when it runs.
+func (e *Endpoint) handOff(f func(*iflib.Context)) {
+	c := e.ic.Load()
+	if c == nil {
+		return
+	}
+	e.ctlWG.Add(1)
+	go func() {
+		defer e.ctlWG.Done()
+		e.ctlMu.Lock()
+		defer e.ctlMu.Unlock()
+		if e.ic.Load() == c {
+			f(c)
+		}
+	}()
 }
 
 // MaxHeaderLength implements stack.LinkEndpoint: an Ethernet header.
@@ -350,13 +378,12 @@ func (e *Endpoint) LinkAddress() tcpip.LinkAddress {
 // writes as the source and accepts unicast frames for. On a bound endpoint
 // the device is told too (Context.SetMAC, SIOCSIFLLADDR: its unicast
 // filter then passes the new address; a running interface is
-// reinitialised). Anything but a unicast Ethernet address is ignored.
+// reinitialised), on another goroutine as SetMTU does. Anything but a
+// unicast Ethernet address is ignored.
 func (e *Endpoint) SetLinkAddress(a tcpip.LinkAddress) {
 	if checkMAC(a) == nil {
 		e.setMAC(a)
-		if c := e.ic.Load(); c != nil {
-			_ = e.pushMAC(c)
-		}
+		e.handOff(func(c *iflib.Context) { _ = e.pushMAC(c) })
 	}
 }
 
@@ -445,9 +472,11 @@ func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 // IsAttached implements stack.LinkEndpoint.
 func (e *Endpoint) IsAttached() bool { return e.disp.Load() != nil }
 
-// Wait implements stack.LinkEndpoint. The endpoint starts no goroutine:
-// iflib's tasks call Input, and the stack's goroutines call WritePackets.
-func (e *Endpoint) Wait() {}
+// Wait implements stack.LinkEndpoint: it waits for the control calls
+// SetMTU and SetLinkAddress handed off. The endpoint starts no other
+// goroutine: iflib's tasks call Input, and the stack's goroutines call
+// WritePackets.
+func (e *Endpoint) Wait() { e.ctlWG.Wait() }
 
 // ARPHardwareType implements stack.LinkEndpoint.
 func (e *Endpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }
