@@ -20,6 +20,9 @@ var (
 	ErrRawBusy = errors.New("simnic: raw forwarder: device already running")
 	// ErrRawClosed: the forwarder was closed.
 	ErrRawClosed = errors.New("simnic: raw forwarder: closed")
+	// ErrRawLostBuffer: Close found buffers the forwarder lost track of
+	// (neither free nor on a ring): a bug in the loop, never the device's.
+	ErrRawLostBuffer = errors.New("simnic: raw forwarder: buffers lost track of")
 )
 
 // RawConfig configures a [RawForwarder]. The zero value works.
@@ -249,6 +252,12 @@ func (f *RawForwarder) release() {
 			f.rings[i] = nil
 		}
 	}
+	if f.mem != nil {
+		// bus_dmamem_free of the clusters: every map that loaded them is
+		// unloaded above.
+		_ = f.rx.bus.Space().Free(f.mem)
+		f.mem = nil
+	}
 	f.rx.release(f)
 	f.tx.release(f)
 }
@@ -350,7 +359,8 @@ func (f *RawForwarder) stopLocked() {
 }
 
 // Close stops the forwarder, unloads every mapping and frees the rings.
-// It reports an error if a buffer was lost track of.
+// It reports ErrRawLostBuffer (wrapped, with the counts) if a buffer was
+// lost track of.
 func (f *RawForwarder) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -361,7 +371,7 @@ func (f *RawForwarder) Close() error {
 	f.closed = true
 	var err error
 	if len(f.free) != len(f.bufs) {
-		err = fmt.Errorf("simnic: raw forwarder: %d of %d buffers accounted for", len(f.free), len(f.bufs))
+		err = fmt.Errorf("%w: %d of %d accounted for", ErrRawLostBuffer, len(f.free), len(f.bufs))
 	}
 	f.release()
 	return err
