@@ -125,8 +125,10 @@ type SoftcCtx struct {
 	// RxdUpdate.BufSize).
 	RxdBufSize [MaxQueuesPerSet]int
 	// MaxFrameSize is isc_max_frame_size: the largest frame on the wire,
-	// without a VLAN tag (0: 1518). A frame of MaxFrameSize plus a tag must
-	// fit in MaxRxSegs buffers.
+	// counting the Ethernet header and the 4-byte FCS but not a VLAN tag
+	// (0: 1518 = ETHERMTU + ETHER_HDR_LEN + ETHER_CRC_LEN; em_if_mtu_set
+	// sets MTU + 18). The MTU is MaxFrameSize − 18 (Context.MTU). A frame
+	// of MaxFrameSize plus a tag must fit in MaxRxSegs buffers.
 	MaxFrameSize int
 	// MinFrameSize is isc_min_frame_size: runts are padded to it with
 	// IFLIB_NEED_ETHER_PAD (0..min(MaxFrameSize, MCLBYTES)).

@@ -32,6 +32,14 @@ type ctlFake struct {
 	initCfg  []iflib.Capabilities
 }
 
+// multiState reads what MultiSet recorded and the interrupt state under
+// the lock (the queue tasks call IntrEnable concurrently).
+func (d *ctlFake) multiState() (multi [][]iflib.EtherAddr, multiOff []bool, intrOff bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.multi, d.multiOff, d.intrOff
+}
+
 func (d *ctlFake) IntrDisable(ic *iflib.Context) {
 	d.mu.Lock()
 	d.intrOff = true
@@ -155,13 +163,15 @@ func TestMulticast(t *testing.T) {
 	m2 := iflib.EtherAddr{0x33, 0x33, 0, 0, 0, 1}
 	require.ErrorIs(t, f.ctx.AddMulti(iflib.EtherAddr{2, 0, 0, 0, 0, 1}), iflib.ErrConfig)
 	require.NoError(t, f.ctx.AddMulti(m1)) // stopped: no IFDI call
-	assert.Empty(t, d.multi)
+	multi, _, _ := d.multiState()
+	assert.Empty(t, multi)
 	require.NoError(t, f.ctx.Init())
 	require.NoError(t, f.ctx.AddMulti(m2))
 	require.NoError(t, f.ctx.AddMulti(m2)) // already listed
-	require.Equal(t, [][]iflib.EtherAddr{{m1, m2}}, d.multi)
-	require.Equal(t, []bool{true}, d.multiOff, "interrupts disabled around IFDI_MULTI_SET")
-	assert.False(t, d.intrOff, "and enabled again")
+	multi, multiOff, intrOff := d.multiState()
+	require.Equal(t, [][]iflib.EtherAddr{{m1, m2}}, multi)
+	require.Equal(t, []bool{true}, multiOff, "interrupts disabled around IFDI_MULTI_SET")
+	assert.False(t, intrOff, "and enabled again")
 	require.ErrorIs(t, f.ctx.DelMulti(iflib.EtherAddr{1, 2, 3, 4, 5, 6}), iflib.ErrConfig)
 	d.setFail(errDrv)
 	require.ErrorIs(t, f.ctx.DelMulti(m1), errDrv)

@@ -381,6 +381,9 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 			if pi.IPProto != ipProtoTCP || pi.TCPHLen < 20 || m.Hdr.TSOSegSize == 0 {
 				return ErrBadHeader
 			}
+			if m.Hdr.Len <= ehdr+hl+int(pi.TCPHLen) {
+				return ErrTSONoPayload
+			}
 			// TSO always needs checksum offload; the device fills in each
 			// segment's TCP checksum from the pseudo-header sum (without
 			// the length) that iflib_parse_header writes into th_sum.
@@ -412,6 +415,9 @@ func (q *txq) parseHeader(pi *PktInfo, m *Packet) error {
 		if pi.CsumFlags&CsumIP6TSO != 0 {
 			if pi.IPProto != ipProtoTCP || pi.TCPHLen < 20 || m.Hdr.TSOSegSize == 0 {
 				return ErrBadHeader
+			}
+			if m.Hdr.Len <= ehdr+40+int(pi.TCPHLen) {
+				return ErrTSONoPayload
 			}
 			pi.CsumFlags |= CsumIP6TCP
 			pi.TSOSegSize = m.Hdr.TSOSegSize

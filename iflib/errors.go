@@ -97,6 +97,12 @@ var (
 	// asked, a TCP header under 20 bytes, TSO with a zero segment size).
 	// The packet was freed and counted in oerrors.
 	ErrBadHeader = errors.New("iflib: cannot parse packet headers for offload (ENXIO)")
+	// ErrTSONoPayload is a TSO packet (CSUM_IP_TSO or CSUM_IP6_TSO) with
+	// nothing after its TCP header: no segment to cut. FreeBSD's
+	// iflib_parse_header accepts it and the device then drops it whole;
+	// iflib refuses it here, as a kind of ErrBadHeader (errors.Is matches
+	// both), freed and counted in oerrors.
+	ErrTSONoPayload = fmt.Errorf("%w: TSO packet without TCP payload", ErrBadHeader)
 	// ErrBadDriverIndex is a TxdEncap that reported an impossible new
 	// producer index (outside the ring, or more descriptors than nsegs plus
 	// the pad). The packet was freed and counted in oerrors.

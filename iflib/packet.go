@@ -32,6 +32,29 @@ const (
 )
 
 // CsumFlags are m_pkthdr.csum_flags: offload requests on TX, results on RX.
+//
+// The TX offload contract (what the stack above must do, as FreeBSD's
+// stack does before if_transmit):
+//   - CSUM_IP (IPv4 header checksum): the stack may leave ip_sum 0; the
+//     device fills it in.
+//   - CSUM_IP_TCP/UDP, CSUM_IP6_TCP/UDP: the stack seeds the L4 checksum
+//     field with the pseudo-header sum (addresses, protocol and L4 length,
+//     not complemented: in_pseudo / in6_cksum_pseudo); the device adds the
+//     L4 header and payload. iflib does not read CsumData on TX.
+//   - CSUM_IP_TSO, CSUM_IP6_TSO: PktHdr.TSOSegSize is the TCP payload per
+//     segment (the MSS, > 0) and the packet must carry payload after its
+//     TCP header (else ErrTSONoPayload); iflib_parse_header's work is done
+//     here: it writes the pseudo-header sum without the length into th_sum
+//     and implies the TCP (and IPv4 header) checksum offloads; with
+//     IFLIB_TSO_INIT_IP it also sets the IPv4 length and zeroes ip_sum.
+//     A TSO packet is counted as the segments the device sends.
+//   - An offload the device does not offer (SoftcCtx.TxCsumFlags) or that
+//     is not enabled (Context.CapEnabled) is refused with
+//     ErrOffloadDisabled; headers iflib cannot parse are ErrBadHeader.
+//
+// On RX the driver reports CSUM_L3_CALC/VALID and CSUM_L4_CALC/VALID (and
+// CsumData 0xffff for a verified L4 checksum), withheld by iflib for an IP
+// version whose RX checksum capability is disabled.
 type CsumFlags uint32
 
 const (
@@ -53,14 +76,17 @@ const (
 // PktHdr is the part of struct pkthdr iflib reads and writes. It is valid on
 // the first buffer of a chain only.
 type PktHdr struct {
-	Len        int       // m_pkthdr.len: bytes in the whole chain
+	// Len is m_pkthdr.len: the bytes in the whole chain. On TX, 0 means
+	// "fill it in": Transmit sets it to the sum of the buffers' lengths;
+	// any other value must equal that sum (else ErrBadLength).
+	Len        int
 	Flags      MFlags    // m_flags & (M_BCAST|M_MCAST|M_VLANTAG)
 	VLANTag    uint16    // ether_vtag
 	FlowID     uint32    // flowid
 	HashType   HashType  // M_HASHTYPE_GET
-	CsumFlags  CsumFlags // csum_flags
+	CsumFlags  CsumFlags // csum_flags: offloads asked (TX) or results (RX); the contract is on CsumFlags
 	CsumData   uint32    // csum_data
-	TSOSegSize uint16    // tso_segsz
+	TSOSegSize uint16    // tso_segsz: with CSUM_IP_TSO/CSUM_IP6_TSO, the TCP payload bytes per segment (> 0)
 	RxQueue    uint16    // the RX queue the packet arrived on (rcvif's queue)
 }
 
