@@ -1,6 +1,10 @@
 package afxdp
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/goiflib/goiflib/internal/cksum"
+)
 
 // CompleteChecksum finishes the TCP or UDP checksum of an Ethernet frame
 // that a Linux sender left partial, and reports whether it changed the
@@ -64,7 +68,7 @@ func CompleteChecksum(frame []byte) bool {
 			return false // a fragment: its checksum spans other frames
 		}
 		proto, l4 = b[9], b[hl:tl]
-		pseudo = sum16(b[12:20], 0)
+		pseudo = cksum.Sum(b[12:20], 0)
 	case 0x86dd:
 		if len(b) < 40 || b[0]>>4 != 6 {
 			return false
@@ -74,7 +78,7 @@ func CompleteChecksum(frame []byte) bool {
 			return false
 		}
 		proto, l4 = b[6], b[40:40+pl]
-		pseudo = sum16(b[8:40], 0)
+		pseudo = cksum.Sum(b[8:40], 0)
 	default:
 		return false
 	}
@@ -94,13 +98,13 @@ func CompleteChecksum(frame []byte) bool {
 		return false
 	}
 	pseudo += uint64(proto) + uint64(len(l4))
-	seed := fold(pseudo)
+	seed := cksum.Fold(pseudo)
 	field := binary.BigEndian.Uint16(l4[off:])
 	if field != seed && !(field == 0 && seed == 0xffff) && !(field == 0xffff && seed == 0) {
 		return false
 	}
-	body := fold(sum16(l4, 0))
-	if fold(uint64(body)+pseudo) == 0xffff {
+	body := cksum.Fold(cksum.Sum(l4, 0))
+	if cksum.Fold(uint64(body)+pseudo) == 0xffff {
 		return false // it verifies as it is
 	}
 	// The device's computation: ones' complement sum from csum_start over
@@ -142,30 +146,4 @@ func l4Candidate(b []byte) bool {
 		return false
 	}
 	return proto == 6 || proto == 17
-}
-
-// sum16 adds b as big-endian 16-bit words (an odd last byte padded with
-// zero) to acc, without folding.
-func sum16(b []byte, acc uint64) uint64 {
-	for len(b) >= 8 {
-		v := binary.BigEndian.Uint64(b)
-		acc += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		acc += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		acc += uint64(b[0]) << 8
-	}
-	return acc
-}
-
-// fold folds a sum to 16 bits with end-around carries.
-func fold(acc uint64) uint16 {
-	for acc>>16 != 0 {
-		acc = acc&0xffff + acc>>16
-	}
-	return uint16(acc)
 }

@@ -1,6 +1,10 @@
 package simnic
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/goiflib/goiflib/internal/cksum"
+)
 
 // The offload engine (Config.Offload): TX checksum insertion and TCP
 // segmentation driven by a TCP/IP context descriptor, VLAN tag insertion,
@@ -38,25 +42,6 @@ const (
 // an Ethernet header with a VLAN tag (em's EM_TSO_SIZE).
 const TSOMaxSize = 65535 + 18
 
-// onesSum adds b to sum as 16-bit big-endian words (RFC 1071), unfolded.
-func onesSum(b []byte, sum uint32) uint32 {
-	for len(b) >= 2 {
-		sum += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return sum
-}
-
-func fold(sum uint32) uint16 {
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return uint16(sum)
-}
-
 // txChecksums inserts the checksums popts asks for into frame f under
 // context c. With tso, the TCP length is added to the seeded pseudo-header
 // sum and the IP header checksum field is zeroed first. It reports false
@@ -70,7 +55,7 @@ func txChecksums(f []byte, c *txCtx, popts uint8, tso bool) bool {
 		if tso {
 			f[o], f[o+1] = 0, 0
 		}
-		binary.BigEndian.PutUint16(f[o:], ^fold(onesSum(f[s:e+1], 0)))
+		binary.BigEndian.PutUint16(f[o:], ^cksum.Fold(cksum.Sum(f[s:e+1], 0)))
 	}
 	if popts&TxPoptsTXSM != 0 {
 		s, o, e := int(c.tucss), int(c.tucso), len(f)
@@ -80,11 +65,11 @@ func txChecksums(f []byte, c *txCtx, popts uint8, tso bool) bool {
 		if s >= e || e > len(f) || o < s || o+2 > e {
 			return false
 		}
-		sum := onesSum(f[s:e], 0)
+		sum := cksum.Sum(f[s:e], 0)
 		if tso {
-			sum += uint32(e - s)
+			sum += uint64(e - s)
 		}
-		ck := ^fold(sum)
+		ck := ^cksum.Fold(sum)
 		if c.tucmd&TxTucmdTCP == 0 && ck == 0 {
 			ck = 0xffff // UDP: 0 means "no checksum"
 		}
@@ -194,7 +179,7 @@ func rxChecksums(out []byte, status uint8) (uint8, uint8) {
 		return status, 0
 	}
 	status |= RxStatIPCS
-	if fold(onesSum(ip[:ihl], 0)) != 0xffff {
+	if cksum.Fold(cksum.Sum(ip[:ihl], 0)) != 0xffff {
 		errs |= RxErrIPE
 	}
 	total := int(binary.BigEndian.Uint16(ip[2:4]))
@@ -211,8 +196,8 @@ func rxChecksums(out []byte, status uint8) (uint8, uint8) {
 		return status, errs
 	}
 	status |= RxStatL4CS
-	sum := onesSum(ip[12:20], uint32(proto)+uint32(len(l4)))
-	if fold(onesSum(l4, sum)) != 0xffff {
+	sum := cksum.Sum(ip[12:20], uint64(proto)+uint64(len(l4)))
+	if cksum.Fold(cksum.Sum(l4, sum)) != 0xffff {
 		errs |= RxErrTCPE
 	}
 	return status, errs

@@ -1,6 +1,8 @@
 package ifliblink
 
 import (
+	"github.com/goiflib/goiflib/internal/cksum"
+
 	"encoding/binary"
 
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -125,9 +127,9 @@ func (l *lro) matches(h lroHdr) bool {
 // included) + payload ≡ 0, so payload ≡ −(pseudo-header + header).
 func payloadSum(h lroHdr) uint16 {
 	ip := h.b
-	acc := sum16(ip[12:20], 0) + uint64(header.TCPProtocolNumber) + uint64(h.doff+h.paylen)
-	acc = sum16(ip[header.IPv4MinimumSize:], acc)
-	return ^fold(acc)
+	acc := cksum.Sum(ip[12:20], 0) + uint64(header.TCPProtocolNumber) + uint64(h.doff+h.paylen)
+	acc = cksum.Sum(ip[header.IPv4MinimumSize:], acc)
+	return ^cksum.Fold(acc)
 }
 
 // start begins a merge with frame m (n bytes, headers h) in a view that
@@ -185,42 +187,16 @@ func (l *lro) take() (v *buffer.View, segments int) {
 		tl := l.hlen + l.payload
 		binary.BigEndian.PutUint16(ip[2:4], uint16(tl))
 		ip[10], ip[11] = 0, 0
-		binary.BigEndian.PutUint16(ip[10:12], ^fold(sum16(ip[:header.IPv4MinimumSize], 0)))
+		binary.BigEndian.PutUint16(ip[10:12], ^cksum.Fold(cksum.Sum(ip[:header.IPv4MinimumSize], 0)))
 		th := ip[header.IPv4MinimumSize:l.hlen]
 		if l.psh {
 			th[13] |= thPSH
 		}
 		th[16], th[17] = 0, 0
-		acc := sum16(ip[12:20], 0) + uint64(header.TCPProtocolNumber) + uint64(tl-header.IPv4MinimumSize)
-		acc = sum16(th, acc) + l.sum
-		binary.BigEndian.PutUint16(th[16:18], ^fold(acc))
+		acc := cksum.Sum(ip[12:20], 0) + uint64(header.TCPProtocolNumber) + uint64(tl-header.IPv4MinimumSize)
+		acc = cksum.Sum(th, acc) + l.sum
+		binary.BigEndian.PutUint16(th[16:18], ^cksum.Fold(acc))
 	}
 	*l = lro{}
 	return v, segments
-}
-
-// sum16 adds b as big-endian 16-bit words (an odd last byte padded with
-// zero) to acc, without folding.
-func sum16(b []byte, acc uint64) uint64 {
-	for len(b) >= 8 {
-		v := binary.BigEndian.Uint64(b)
-		acc += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		acc += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		acc += uint64(b[0]) << 8
-	}
-	return acc
-}
-
-// fold folds a sum to 16 bits with end-around carries.
-func fold(acc uint64) uint16 {
-	for acc>>16 != 0 {
-		acc = acc&0xffff + acc>>16
-	}
-	return uint16(acc)
 }
