@@ -208,11 +208,10 @@ func (e *Endpoint) Bind(ic *iflib.Context) error {
 	sc := ic.Softc()
 	devMTU := uint32(max(ic.MTU(), 0))
 	csum, tso, gsoMax := e.offloads(sc)
-	if on := (&Endpoint{txCsum: csum, tso: tso}).enabled(ic); !e.opts.NoOffload {
-		csum, tso = on.csum, on.tso
-		if !tso {
-			gsoMax = 0
-		}
+	on := offloads{csum: csum, tso: tso}.narrow(ic.CapEnabled())
+	csum, tso = on.csum, on.tso
+	if !tso {
+		gsoMax = 0
 	}
 
 	e.mu.Lock()

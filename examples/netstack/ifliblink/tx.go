@@ -73,8 +73,11 @@ type offloads struct {
 // for it (ErrOffloadDisabled). A checksum the device no longer inserts is
 // computed here; a host-GSO packet it no longer cuts is cut here.
 func (e *Endpoint) enabled(ic *iflib.Context) offloads {
-	caps := ic.CapEnabled()
-	o := offloads{csum: e.txCsum, tso: e.tso}
+	return offloads{csum: e.txCsum, tso: e.tso}.narrow(ic.CapEnabled())
+}
+
+// narrow keeps of o what the capabilities caps enable.
+func (o offloads) narrow(caps iflib.Capabilities) offloads {
 	if caps&iflib.CapTxCsum == 0 {
 		o.csum &^= iflib.CsumIPTCP | iflib.CsumIPUDP
 	}
