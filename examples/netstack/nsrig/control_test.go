@@ -20,6 +20,7 @@ func TestControlPlaneMAC(t *testing.T) {
 		assert.NotEqual(t, iflib.EtherAddr{}, mac)
 		assert.Equal(t, string(mac[:]), string(s.EP.LinkAddress()), "%s", s.Context().Name())
 	}
+	assert.NotEqual(t, p.A.EP.LinkAddress(), p.B.EP.LinkAddress(), "each side its own address")
 	blob := Blob(64<<10, 7)
 	serve(t, p, blob)
 	exchange(t, p, blob, time.Minute)

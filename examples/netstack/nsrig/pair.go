@@ -143,6 +143,10 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 			Name: "simnic", Unit: i, MaxFrame: cfg.MTU + 18, RxBufSize: cfg.RxBufSize,
 			Offload: cfg.Offload, RxErrors: cfg.RxErrors, NRxd: cfg.NRxd, NTxd: cfg.NTxd, FIFO: cfg.FIFO,
 		}
+		// Each side its own address (simnic's default is one for every
+		// NIC): the endpoints take the driver's (Context.MAC).
+		nc.MAC = simnic.DefaultMAC
+		nc.MAC[5] += byte(i)
 		if cfg.Faults != nil {
 			nc.Schedule = simnic.NewSchedule(cfg.Seed+uint64(i), *cfg.Faults)
 		}
