@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/goiflib/goiflib/examples/simnic"
-	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -322,34 +320,6 @@ func TestTxWatchdogLinkDownNotReset(t *testing.T) {
 			f.mu.Unlock()
 			eventually(t, "running again", f.ctx.Running)
 			f.close(z)
-		})
-	}
-}
-
-// The quiet case of TestTxWatchdogQuietDeferredWriteBackNotReset with ixl's
-// head write-back instead of em's DD bits: the head the device writes back
-// late is the completion report; a quiet queue is not reset, in every TX
-// mode.
-func TestTxWatchdogQuietDeferredHeadWriteBackNotReset(t *testing.T) {
-	for _, mode := range txModes {
-		t.Run(mode.String(), func(t *testing.T) {
-			rec := &simnictest.Recorder{}
-			r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, WBThresh: 2, WBDelay: time.Second,
-				TxCompletion: simnic.TxCompletionHeadWB},
-				Config: iflib.Config{TxMode: mode, NoTxBatch: true, TimerInterval: 20 * time.Millisecond}, Peer: rec})
-			for i := 0; i < 2; i++ {
-				sendRetry(t, r, simnictest.FrameSpec{Seq: uint32(i), Len: 100})
-			}
-			eventually(t, "two completions harvested", func() bool {
-				v, _ := r.Ctx.SysctlValue("dev.simnic.0.iflib.txq0.txq_processed")
-				return v.(uint64) >= 2
-			})
-			sendRetry(t, r, simnictest.FrameSpec{Seq: 2, Len: 100})
-			eventually(t, "the third frame on the wire", func() bool { return rec.Len() == 3 })
-			time.Sleep(300 * time.Millisecond) // 15 periods, its completion held back
-			v, _ := r.Ctx.SysctlValue("dev.simnic.0.iflib.txq0.txq_processed")
-			require.EqualValues(t, 2, v, "the third completion was written back early: the test shows nothing")
-			require.Zero(t, r.Ctx.WatchdogEvents(), "a quiet queue with a deferred head write-back was reset")
 		})
 	}
 }

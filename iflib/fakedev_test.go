@@ -3,6 +3,7 @@ package iflib_test
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ type fakeNIC struct {
 	nrxd  int
 	segs  int
 	width int // isc_dma_width
+
+	// timerPeriods counts IFDI_TIMER calls for queue 0 (one per period).
+	timerPeriods atomic.Uint64
 
 	mu sync.Mutex
 	// TX: descriptors the driver wrote, the doorbell, what the device
@@ -249,6 +253,13 @@ func (f *fakeNIC) TxdEncap(pi *iflib.PktInfo) error {
 		f.encapDone(pi)
 	}
 	return nil
+}
+
+// Timer is IFDI_TIMER: it counts the timer's periods.
+func (f *fakeNIC) Timer(_ *iflib.Context, qid int) {
+	if qid == 0 {
+		f.timerPeriods.Add(1)
+	}
 }
 
 func (f *fakeNIC) TxdFlush(qid, pidx int) {

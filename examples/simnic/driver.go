@@ -44,6 +44,7 @@ type Driver struct {
 	rx         []drvRxq
 
 	watchdogResets atomic.Uint64
+	timerPeriods   atomic.Uint64
 	rxBadFrames    atomic.Uint64 // rare: an atomic add per bad frame
 }
 
@@ -63,6 +64,10 @@ type DriverStats struct {
 	// RxBadFrames are RxdPktGet calls that found a frame error (EBADMSG
 	// returned, or a Discard reported).
 	RxBadFrames uint64
+	// TimerPeriods are IFDI_TIMER calls for queue 0: one per period of
+	// iflib's timer while the interface runs (tests use it to know whether
+	// a timer period fell inside a window).
+	TimerPeriods uint64
 }
 
 // QueueStats returns TX queue q's share of TxEncapped and TxAbandoned
@@ -78,7 +83,7 @@ func (d *Driver) QueueStats(q int) (DriverStats, error) {
 // Stats returns the driver's counters. TxEncapped is published at each
 // doorbell and at Stop.
 func (d *Driver) Stats() DriverStats {
-	s := DriverStats{WatchdogResets: d.watchdogResets.Load(), RxBadFrames: d.rxBadFrames.Load()}
+	s := DriverStats{WatchdogResets: d.watchdogResets.Load(), RxBadFrames: d.rxBadFrames.Load(), TimerPeriods: d.timerPeriods.Load()}
 	for i := range d.tx {
 		s.TxEncapped += d.tx[i].encappedA.Load()
 		s.TxAbandoned += d.tx[i].abandonedA.Load()
@@ -398,6 +403,7 @@ func (d *Driver) UpdateAdminStatus(ic *iflib.Context) {
 // (iflib clears the report after each queue).
 func (d *Driver) Timer(ic *iflib.Context, qid int) {
 	if qid == 0 {
+		d.timerPeriods.Add(1)
 		ic.AdminIntr()
 	}
 	if qid < 0 || qid >= len(d.tx) {
