@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -29,11 +30,7 @@ func (c *collector) input(_ int, pkts []*iflib.Packet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range pkts {
-		var b []byte
-		for q := p; q != nil; q = q.Next {
-			b = append(b, q.Bytes()...)
-		}
-		c.frames = append(c.frames, b)
+		c.frames = append(c.frames, simnictest.Flatten(p))
 		if c.hold {
 			c.held = append(c.held, p)
 		} else {

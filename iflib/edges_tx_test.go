@@ -19,26 +19,16 @@ import (
 // with a pattern, and returns it with its bytes.
 func chain(t testing.TB, z *iflib.Zone, n, size int) (*iflib.Packet, []byte) {
 	t.Helper()
-	var head, tail *iflib.Packet
-	var want []byte
-	for i := 0; i < n; i++ {
-		p, err := z.Get()
-		require.NoError(t, err)
-		b := make([]byte, size)
-		for j := range b {
-			b[j] = byte(i*31 + j)
+	want := make([]byte, n*size)
+	for i := range n {
+		for j := range size {
+			want[i*size+j] = byte(i*31 + j)
 		}
-		p.Append(b)
-		want = append(want, b...)
-		if head == nil {
-			head = p
-		} else {
-			tail.Next = p
-		}
-		tail = p
 	}
-	head.Hdr.Len = len(want)
-	return head, want
+	m, err := z.GetChain(want, size)
+	require.NoError(t, err)
+	require.Equal(t, n, m.NumBufs())
+	return m, want
 }
 
 func txStats(t testing.TB, ctx *iflib.Context) iflib.TxQueueStats {

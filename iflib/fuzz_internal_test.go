@@ -53,9 +53,9 @@ func fuzzChain(tb testing.TB, z *Zone, data, cuts []byte) *Packet {
 }
 
 func chainBytes(m *Packet) []byte {
-	var b []byte
-	for p := m; p != nil; p = p.Next {
-		b = append(b, p.Bytes()...)
+	b := make([]byte, m.ChainLen())
+	if err := m.CopyData(0, b); err != nil {
+		panic(err) // ChainLen bytes always lie within the chain
 	}
 	return b
 }

@@ -483,33 +483,11 @@ func (m *model) txZone() *iflib.Zone {
 
 // chain builds data over nseg buffers of z (nil if the zone is empty).
 func (m *model) chain(z *iflib.Zone, data []byte, nseg int) *iflib.Packet {
-	nseg = max(nseg, 1)
-	per := max((len(data)+nseg-1)/nseg, 1)
-	var head, tail *iflib.Packet
-	for off := 0; off < len(data) || head == nil; off += per {
-		p, err := z.Get()
-		if err != nil {
-			head.Free()
-			return nil
-		}
-		end := min(off+per, len(data))
-		if off < len(data) {
-			if n := p.Append(data[off:end]); n < end-off {
-				per = n // a smaller cluster: continue from what fit
-			}
-		}
-		if head == nil {
-			head = p
-		} else {
-			tail.Next = p
-		}
-		tail = p
-		if per == 0 {
-			break
-		}
+	p, err := z.GetChain(data, simnictest.PartLen(len(data), nseg))
+	if err != nil {
+		return nil
 	}
-	head.Hdr.Len = head.ChainLen()
-	return head
+	return p
 }
 
 // account books a Transmit result for s.

@@ -103,13 +103,9 @@ func TestTransmitBadInputAndLifecycle(t *testing.T) {
 	require.NoError(t, e.ctx.Init())
 	require.ErrorIs(t, e.ctx.Transmit(e.pkt(0)), iflib.ErrEmptyPacket)
 	// Larger than the TX tag's maxsize (65535): a chain of 40 × 2 KiB.
-	var head *iflib.Packet
-	for i := 0; i < 40; i++ {
-		p := e.pkt(2048)
-		p.Next = head
-		head = p
-	}
-	head.Hdr.Len = head.ChainLen()
+	head, err := e.zone.GetChain(make([]byte, 40*2048), 0)
+	require.NoError(t, err)
+	require.Equal(t, 40, head.NumBufs())
 	require.ErrorIs(t, e.ctx.Transmit(head), iflib.ErrTooBig)
 	// A header length that disagrees with the chain.
 	bad := e.pkt(100)

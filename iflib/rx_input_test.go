@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
 
@@ -38,11 +39,7 @@ func TestRxPerPacketInput(t *testing.T) {
 		f = newFake(t, fakeOpts{cfg: cfg, input: func(_ int, pkts []*iflib.Packet) {
 			c := call{n: len(pkts), gets: gets.Load()}
 			for _, p := range pkts {
-				var b []byte
-				for q := p; q != nil; q = q.Next {
-					b = append(b, q.Bytes()...)
-				}
-				c.frames = append(c.frames, b)
+				c.frames = append(c.frames, simnictest.Flatten(p))
 				p.Free()
 			}
 			mu.Lock()

@@ -18,28 +18,19 @@ import (
 var jumboSizes = []int{60, 1514, 3840, 3841, 7680, 7681, 9014}
 
 // chainFrom builds a packet chain holding b from zone clusters (what a
-// stack does for a frame larger than a cluster), waiting for clusters
-// while the TX ring still holds them.
+// stack does for a frame larger than a cluster) with iflib's
+// Zone.GetChain (m_getm2), waiting for clusters while the TX ring still
+// holds them: 5 s for each cluster the frame needs.
 func chainFrom(t *testing.T, z *iflib.Zone, b []byte) *iflib.Packet {
 	t.Helper()
-	var head, tail *iflib.Packet
-	for len(b) > 0 || head == nil {
-		m, err := z.Get()
-		require.Eventually(t, func() bool {
-			if err != nil {
-				m, err = z.Get()
-			}
-			return err == nil
-		}, 5*time.Second, time.Millisecond)
-		b = b[m.Append(b):]
-		if head == nil {
-			head = m
-		} else {
-			tail.Next = m
-		}
-		tail = m
-	}
-	return head
+	var m *iflib.Packet
+	bufs := max(1, (len(b)+z.ClusterSize()-1)/z.ClusterSize())
+	require.Eventually(t, func() bool {
+		var err error
+		m, err = z.GetChain(b, 0)
+		return err == nil
+	}, time.Duration(bufs)*5*time.Second, time.Millisecond)
+	return m
 }
 
 // TestJumbo: at MTU 9000 the driver binds for XDP multi-buffer and moves

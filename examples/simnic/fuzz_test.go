@@ -985,25 +985,10 @@ func (m *nicModel) transmit(n *mNIC, lens, kind uint8) {
 	s := simnictest.FrameSpec{Proto: simnictest.ProtoTCP, Len: size, Seed: kind&1 != 0, Seq: uint32(lens)}
 	data := s.Build(nil)
 	// nseg buffers (more when a part does not fit a cluster).
-	per := min(max((len(data)+int(kind>>4))/(1+int(kind>>4)), 1), n.zone.ClusterSize())
-	var pkt, tail *iflib.Packet
-	for off := 0; off < len(data) || pkt == nil; off += per {
-		p, err := n.zone.Get()
-		if err != nil {
-			if pkt != nil {
-				pkt.Free()
-			}
-			return
-		}
-		p.Append(data[off:min(off+per, len(data))])
-		if pkt == nil {
-			pkt = p
-		} else {
-			tail.Next = p
-		}
-		tail = p
+	pkt, err := n.zone.GetChain(data, simnictest.PartLen(len(data), 1+int(kind>>4)))
+	if err != nil {
+		return
 	}
-	pkt.Hdr.Len = pkt.ChainLen()
 	switch kind >> 1 & 3 {
 	case 1:
 		pkt.Hdr.CsumFlags = iflib.CsumIP | iflib.CsumIPTCP

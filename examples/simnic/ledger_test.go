@@ -103,34 +103,27 @@ func (l *txLedger) transmit(t testing.TB, flow, seq uint32, buf []byte) error {
 }
 
 // packet builds the chain for data from the rig's TX zone, waiting for
-// packets while the zone is empty (they come back as TX completes).
+// packets while the zone is empty (they come back as TX completes): the
+// whole chain or nothing, so that waiting senders never hold part of it.
 func (l *txLedger) packet(t testing.TB, data []byte, salt int) *iflib.Packet {
 	nseg := 1
 	if l.nseg > 1 {
 		nseg = 1 + salt%l.nseg
 	}
-	per := min(max((len(data)+nseg-1)/nseg, 1), l.r.TxZone.ClusterSize())
-	var head, tail *iflib.Packet
-	for off := 0; off < len(data) || head == nil; off += per {
-		var p *iflib.Packet
-		for {
-			var err error
-			if p, err = l.r.TxZone.Get(); err == nil {
-				break
-			}
-			runtime.Gosched()
-			time.Sleep(20 * time.Microsecond)
+	for {
+		m, err := l.r.TxZone.GetChain(data, simnictest.PartLen(len(data), nseg))
+		if err == nil {
+			return m
 		}
-		p.Append(data[off:min(off+per, len(data))])
-		if head == nil {
-			head = p
-		} else {
-			tail.Next = p
+		if !errors.Is(err, iflib.ErrNoPackets) {
+			// On a sender goroutine: fail the test, and let Transmit
+			// refuse the nil packet (ErrNilPacket, recorded).
+			t.Errorf("TX zone: %v", err)
+			return nil
 		}
-		tail = p
+		runtime.Gosched()
+		time.Sleep(20 * time.Microsecond)
 	}
-	head.Hdr.Len = len(data)
-	return head
 }
 
 // settled reports whether everything accepted so far was either dropped

@@ -346,26 +346,11 @@ func (l *soakLedger) send(flow uint32, stop <-chan struct{}) {
 // packet builds a chain of nseg buffers (each at most a cluster) holding
 // data, or nil when the zone is empty for now.
 func (l *soakLedger) packet(data []byte, nseg int) *iflib.Packet {
-	per := min(max((len(data)+nseg-1)/nseg, 1), l.r.TxZone.ClusterSize())
-	var head, tail *iflib.Packet
-	for off := 0; off < len(data); off += per {
-		p, err := l.r.TxZone.Get()
-		if err != nil {
-			if head != nil {
-				head.Free()
-			}
-			return nil
-		}
-		p.Append(data[off:min(off+per, len(data))])
-		if head == nil {
-			head = p
-		} else {
-			tail.Next = p
-		}
-		tail = p
+	m, err := l.r.TxZone.GetChain(data, simnictest.PartLen(len(data), nseg))
+	if err != nil {
+		return nil
 	}
-	head.Hdr.Len = len(data)
-	return head
+	return m
 }
 
 // input verifies each delivered packet against the RX plan.

@@ -328,11 +328,12 @@ func FillFrame(data []byte, flow, seq uint32) {
 	}
 }
 
-// Flatten returns a copy of a packet chain's bytes.
+// Flatten returns a copy of a packet chain's bytes (iflib's
+// Packet.CopyData, m_copydata, of the whole chain).
 func Flatten(m *iflib.Packet) []byte {
-	var b []byte
-	for p := m; p != nil; p = p.Next {
-		b = append(b, p.Bytes()...)
+	b := make([]byte, m.ChainLen())
+	if err := m.CopyData(0, b); err != nil {
+		panic(err) // ChainLen bytes always lie within the chain
 	}
 	return b
 }

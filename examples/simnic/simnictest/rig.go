@@ -96,27 +96,24 @@ func (r *Rig) Close() {
 
 // Packet builds a packet chain from the rig's TX zone holding data split
 // over nseg buffers (at least one; more when a part does not fit a
-// cluster), with Hdr.Len set. It fails the test if the zone is empty.
+// cluster), with Hdr.Len set: iflib's Zone.GetChain (m_getm2) with the
+// part size. It fails the test if the zone is empty.
 func (r *Rig) Packet(data []byte, nseg int) *iflib.Packet {
 	r.TB.Helper()
-	nseg = max(nseg, 1)
-	var head, tail *iflib.Packet
-	per := min(max((len(data)+nseg-1)/nseg, 1), r.TxZone.ClusterSize())
-	for off := 0; off < len(data) || head == nil; off += per {
-		p, err := r.TxZone.Get()
-		if err != nil {
-			r.TB.Fatal(err)
-		}
-		p.Append(data[off:min(off+per, len(data))])
-		if head == nil {
-			head = p
-		} else {
-			tail.Next = p
-		}
-		tail = p
+	m, err := r.TxZone.GetChain(data, PartLen(len(data), nseg))
+	if err != nil {
+		r.TB.Fatal(err)
 	}
-	head.Hdr.Len = len(data)
-	return head
+	return m
+}
+
+// PartLen is the buffer length that spreads n bytes over nseg buffers
+// (at least one byte a buffer; nseg below 1 counts as 1): the bufLen for
+// iflib's Zone.GetChain that gives an nseg-buffer chain when each part
+// fits a cluster.
+func PartLen(n, nseg int) int {
+	nseg = max(nseg, 1)
+	return max((n+nseg-1)/nseg, 1)
 }
 
 // Recorder is an endpoint that keeps a copy of every frame it receives. It
