@@ -184,6 +184,21 @@ func runFanIn(b *testing.B, producers, burst int, q fanQueue) {
 	if total == 0 {
 		return // b.N below the producer count (the framework's first probe)
 	}
+	runtime.GC()
+	b.ResetTimer()
+	el, cpu := fanInRound(b, producers, burst, per, 0, q)
+	b.StopTimer()
+	b.ReportMetric(float64(total)/el.Seconds()/1e6, "Mitems/s")
+	b.ReportMetric(float64(cpu)/float64(total), "cpu-ns/item")
+}
+
+// fanInRound moves per items from each of producers goroutines through q
+// to the calling goroutine, checks that each producer's items arrived
+// exactly once and in order, and returns the wall-clock and process CPU
+// time it took, from the producers' start to the last producer's exit.
+// work > 0 makes each producer do work rounds of dependent arithmetic
+// (pace) before each single item: a producer slower than the consumer.
+func fanInRound(b *testing.B, producers, burst, per, work int, q fanQueue) (el, cpu time.Duration) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for p := range producers {
@@ -192,7 +207,11 @@ func runFanIn(b *testing.B, producers, burst int, q fanQueue) {
 			<-start
 			for i := 0; i < per; {
 				if burst == 1 {
-					q.put(item(p, i))
+					v := item(p, i)
+					if work > 0 && pace(v, work) == 0 {
+						v = 0 // never: pace is never 0; keeps the work
+					}
+					q.put(v)
 					i++
 					continue
 				}
@@ -207,8 +226,7 @@ func runFanIn(b *testing.B, producers, burst int, q fanQueue) {
 	}
 	next := make([]uint32, producers)
 	var buf [benchTake]uint64
-	runtime.GC()
-	b.ResetTimer()
+	total := per * producers
 	c0, t0 := cputime.Process(), time.Now()
 	close(start)
 	for got := 0; got < total; {
@@ -223,10 +241,119 @@ func runFanIn(b *testing.B, producers, burst int, q fanQueue) {
 		got += n
 	}
 	wg.Wait()
-	el, cpu := time.Since(t0), cputime.Process()-c0
+	return time.Since(t0), cputime.Process() - c0
+}
+
+// fanInRoundItems is how many items one round of BenchmarkFanInVsChan
+// moves through each queue before it switches to the other.
+const fanInRoundItems = 1 << 17
+
+// pace does n rounds of dependent xorshift arithmetic on v (a few ns per
+// round) and returns a value that is never 0, so that the work cannot be
+// optimized away: the producer-side work of BenchmarkFanInPaced.
+func pace(v uint64, n int) uint64 {
+	v |= 1
+	for range n {
+		v ^= v << 13
+		v ^= v >> 7
+		v ^= v << 17
+	}
+	return v | 1
+}
+
+// BenchmarkFanInVsChan is the MPSC-against-channel comparison with the
+// ratios made by the benchmark itself: P producers, one consumer, single
+// items through MPSC's waiting forms (EnqueueWait, DequeueWait) and
+// through a buffered channel of the same size, and MPSC with bursts
+// (EnqueueBurstWait of benchBurst, DequeueBurstWait of up to benchTake).
+// The b.N items of each queue are moved in rounds of fanInRoundItems, the
+// queues taking turns (mpsc, chan, burst, then the reverse order), so that
+// load from elsewhere on the machine falls on all of them alike. It
+// reports, over all rounds:
+//
+//   - mpsc-Mi/s, chan-Mi/s, burst-Mi/s: millions of items per second;
+//   - x-chan: mpsc-Mi/s ÷ chan-Mi/s (target ≥ 1.5), burst-x-chan:
+//     burst-Mi/s ÷ chan-Mi/s (target ≥ 10);
+//   - mpsc-cpu-ns, chan-cpu-ns: process CPU time (getrusage) per item;
+//     cpu-x-chan: their ratio (target ≤ 1);
+//   - parks/kitem: the MPSC consumer's parks per 1000 items (a park/wake
+//     ping-pong shows as one park per item: 1000).
+//
+// ns/op is the wall time of all three per item and means nothing alone.
+//
+//	go test -run '^$' -bench 'FanInVsChan' -benchtime 2000000x -cpu 1,2 -count 5 ./bufring/
+func BenchmarkFanInVsChan(b *testing.B) {
+	for _, p := range fanIns {
+		b.Run("P="+strconv.Itoa(p), func(b *testing.B) { vsChan(b, p, 0, true) })
+	}
+}
+
+// BenchmarkFanInPaced is BenchmarkFanInVsChan (without bursts) with
+// producers slower than the consumer: each does pace(work) before each
+// item (work=40 is roughly 100 ns, work=400 roughly 1 µs on a current
+// x86 core), so that the consumer finds the ring empty after almost every
+// item. A consumer that parks whenever the ring is empty pays a park and
+// a wake-up per item here (parks/kitem near 1000); MPSC's polls first.
+//
+//	go test -run '^$' -bench 'FanInPaced' -benchtime 400000x -cpu 1,2 -count 5 ./bufring/
+func BenchmarkFanInPaced(b *testing.B) {
+	for _, p := range []int{1, 2, 4} {
+		for _, work := range []int{40, 400} {
+			b.Run("P="+strconv.Itoa(p)+"/work="+strconv.Itoa(work), func(b *testing.B) { vsChan(b, p, work, false) })
+		}
+	}
+}
+
+// vsChan runs the rounds of BenchmarkFanInVsChan with p producers, each
+// doing work before each single item, and bursts too if withBurst.
+func vsChan(b *testing.B, p, work int, withBurst bool) {
+	b.ReportAllocs()
+	per := fanInRoundItems / p
+	if work > 0 {
+		per = max(per/16, 1) // paced rounds last longer per item
+	}
+	rounds := max(b.N/(per*p), 1)
+	mq, _ := NewMPSC[uint64](benchSize)
+	bq, _ := NewMPSC[uint64](benchSize)
+	type side struct {
+		q       fanQueue
+		burst   int
+		el, cpu time.Duration
+	}
+	sides := []*side{{q: mpscQ{q: mq}, burst: 1}, {q: make(chanQ, benchSize), burst: 1}}
+	if withBurst {
+		sides = append(sides, &side{q: mpscQ{q: bq, burst: true}, burst: benchBurst})
+	}
+	runtime.GC()
+	b.ResetTimer()
+	for r := range rounds {
+		for i := range sides {
+			s := sides[i]
+			if r%2 == 1 {
+				s = sides[len(sides)-1-i]
+			}
+			el, cpu := fanInRound(b, p, s.burst, per, work, s.q)
+			s.el += el
+			s.cpu += cpu
+		}
+	}
 	b.StopTimer()
-	b.ReportMetric(float64(total)/el.Seconds()/1e6, "Mitems/s")
-	b.ReportMetric(float64(cpu)/float64(total), "cpu-ns/item")
+	items := float64(rounds * per * p)
+	rate := func(s *side) float64 { return items / s.el.Seconds() / 1e6 }
+	cpuPer := func(s *side) float64 { return float64(s.cpu) / items }
+	m, c := sides[0], sides[1]
+	b.ReportMetric(rate(m), "mpsc-Mi/s")
+	b.ReportMetric(rate(c), "chan-Mi/s")
+	b.ReportMetric(rate(m)/rate(c), "x-chan")
+	b.ReportMetric(cpuPer(m), "mpsc-cpu-ns")
+	b.ReportMetric(cpuPer(c), "chan-cpu-ns")
+	b.ReportMetric(cpuPer(m)/cpuPer(c), "cpu-x-chan")
+	b.ReportMetric(float64(mq.Parks())/items*1000, "parks/kitem")
+	if withBurst {
+		bu := sides[2]
+		b.ReportMetric(rate(bu), "burst-Mi/s")
+		b.ReportMetric(rate(bu)/rate(c), "burst-x-chan")
+	}
 }
 
 // BenchmarkFanIn: P producers into one consumer, single items (put/take
@@ -455,6 +582,30 @@ func BenchmarkSpinPolicy(b *testing.B) {
 				wait.Spins, wait.Yields = st.spins, st.yields
 				r, _ := New[uint64](benchSize)
 				runFanIn(b, p, 1, ringQ{r: r})
+			})
+		}
+	}
+}
+
+// BenchmarkMPSCConsumerPolicy sweeps the MPSC consumer's polls before each
+// yield (mpscPolls) and polling rounds before it parks (mpscYields) on the
+// single-item fan-in, reporting parks per 1000 items beside the rate and
+// CPU per item, to choose and re-check the values in mpsc_wait.go:
+//
+//	go test -run '^$' -bench MPSCConsumerPolicy -benchtime 1000000x -cpu 1,2 -count 5 ./bufring/
+func BenchmarkMPSCConsumerPolicy(b *testing.B) {
+	polls, yields := mpscPolls, mpscYields
+	defer func() { mpscPolls, mpscYields = polls, yields }()
+	for _, p := range []int{1, 4, 64} {
+		for _, st := range [][2]int{{0, 1}, {0, 8}, {16, 8}, {64, 1}, {64, 8}, {64, 32}, {256, 8}} {
+			name := "P=" + strconv.Itoa(p) + "/polls=" + strconv.Itoa(st[0]) + "/yields=" + strconv.Itoa(st[1])
+			b.Run(name, func(b *testing.B) {
+				mpscPolls, mpscYields = st[0], st[1]
+				q, _ := NewMPSC[uint64](benchSize)
+				runFanIn(b, p, 1, mpscQ{q: q})
+				if b.N >= p {
+					b.ReportMetric(float64(q.Parks())/float64(b.N/p*p)*1000, "parks/kitem")
+				}
 			})
 		}
 	}

@@ -18,7 +18,9 @@
 //     ErrFull; EnqueueWait waits), the consumer can block until items
 //     arrive, and Close ends both sides. It holds up best of these queues
 //     at high fan-in with single items; with bursts Ring keeps pace
-//     (BenchmarkFanIn). See its doc for how it differs from buf_ring.
+//     (BenchmarkFanIn; BenchmarkFanInVsChan measures it against a
+//     channel side by side). See its doc for how it differs from
+//     buf_ring and what its waiting forms guarantee.
 //   - [Ring]: FreeBSD's buf_ring itself, multi-producer and
 //     multi-consumer, for code that needs its exact semantics (DequeueMC,
 //     Peek/Putback under a lock, a drop counter).

@@ -1,6 +1,7 @@
 package bufring
 
 import (
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -38,9 +39,17 @@ const closedBit = 1 << 63
 //     the ring full up to Batch−1 items early while the consumer is busy
 //     between calls. A blocking producer never waits on those slots for
 //     longer than the consumer's next call.
-//   - Waiting. EnqueueWait, EnqueueBurstWait, DequeueWait and
-//     DequeueBurstWait spin briefly, yield, then park (see internal/wait's
-//     policy); the other side wakes them. Close wakes everyone.
+//   - Waiting (not in buf_ring). DequeueWait and DequeueBurstWait drain
+//     everything published before they look at waiting; on an empty ring
+//     the consumer polls the head slot briefly, yields, and only then
+//     parks, raising a flag that producers load after each publication:
+//     a producer pays for a wake-up only when the consumer is parked or
+//     about to park, so a stream of single items does not fall into a
+//     park and a wake-up per item (mpsc_wait.go has the protocol and why
+//     no wake-up is lost; Parks counts the parks). EnqueueWait and
+//     EnqueueBurstWait spin, yield, then park (internal/wait's policy);
+//     each release by the consumer wakes one of them, and a producer that
+//     got in wakes the next while space is left. Close wakes everyone.
 //
 // The order of items is the order of reservations (the CAS on the tail).
 // An Enqueue that returned is visible to the consumer once every
@@ -59,6 +68,18 @@ const closedBit = 1 << 63
 // published when its producer stores seqs[start&mask] = start+n. Slots
 // outside [head, tail) hold the zero T.
 //
+// What the waiting forms guarantee: DequeueWait and DequeueBurstWait
+// return only with at least one item (which then belongs to the caller),
+// with ErrClosed once the ring is closed and every item enqueued before
+// Close has been returned, or with ctx.Err() when ctx ends the wait; an
+// item published while the consumer waits is never missed, and an idle
+// consumer is parked (blocked in the runtime, using no CPU), not
+// spinning. EnqueueWait and EnqueueBurstWait return nil only once every
+// item is in the ring (the ring owns them, the consumer receives them);
+// with ErrClosed or ctx.Err() the items not taken still belong to the
+// caller. A waiting producer is woken when the consumer releases slots
+// or by another producer that got in before it.
+//
 // Concurrency: Enqueue, EnqueueBurst and their Wait forms may run from any
 // number of goroutines at once. Dequeue, DequeueBurst, their Wait forms,
 // Peek, Putback and Advance are the consumer's: one goroutine at a time
@@ -72,7 +93,8 @@ type MPSC[T any] struct {
 	vals  []T
 	seqs  []atomic.Uint64 // seqs[p&mask]: p+n once the reservation [p, p+n) is published
 	mask  uint64
-	batch uint64 // the consumer publishes head at least every batch items
+	batch uint64        // the consumer publishes head at least every batch items
+	wake  chan struct{} // capacity 1: the token that unparks the consumer (mpsc_wait.go)
 
 	_ cpu.CacheLinePad // producers' line below; the header above is read-only
 
@@ -97,10 +119,17 @@ type MPSC[T any] struct {
 	next uint64 // next position to read (br_cons_head)
 	end  uint64 // end of the published run that next is in; next == end: look at seqs
 	pub  uint64 // the value last stored in head
+	// procs is GOMAXPROCS as the consumer last read it (at NewMPSC and at
+	// each park): whether polling before a park can help.
+	procs int
 
-	_ cpu.CacheLinePad // the consumer's waiters below, written only when it parks
+	_ cpu.CacheLinePad // the consumer's flag below, written only when it parks
 
-	items wait.Queue // the consumer, parked until a producer publishes
+	// sleeping is 1 while the consumer is parked or about to park: the
+	// flag producers load after each publication (mpsc_wait.go).
+	sleeping atomic.Uint32
+	// parks counts the consumer's parks (Parks).
+	parks atomic.Uint64
 
 	_ cpu.CacheLinePad // producers' waiters below
 
@@ -121,6 +150,8 @@ func NewMPSC[T any](size int) (*MPSC[T], error) {
 		seqs:  make([]atomic.Uint64, size),
 		mask:  uint64(size - 1),
 		batch: batchFor(size),
+		wake:  make(chan struct{}, 1),
+		procs: runtime.GOMAXPROCS(0),
 	}, nil
 }
 
@@ -160,7 +191,7 @@ func (q *MPSC[T]) Closed() bool { return q.tail.Load()&closedBit != 0 }
 // once is fine.
 func (q *MPSC[T]) Close() {
 	q.tail.Or(closedBit)
-	q.items.WakeAll()
+	q.wakeConsumer()
 	q.space.WakeAll()
 }
 

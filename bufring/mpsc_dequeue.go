@@ -1,10 +1,6 @@
 package bufring
 
-import (
-	"context"
-
-	"github.com/goiflib/goiflib/internal/wait"
-)
+import "context"
 
 // avail returns how many published items are readable from next, without
 // crossing into the next run: end−next while inside a run, else what the
@@ -28,7 +24,8 @@ func (q *MPSC[T]) avail() uint64 {
 }
 
 // release publishes head = next (br_cons_tail's atomic_store_rel_32) and
-// wakes parked producers, one per slot released.
+// wakes one parked producer, which passes the wake-up on while space is
+// left (passOn).
 //
 // Preconditions: called by the consumer.
 func (q *MPSC[T]) release() {
@@ -39,11 +36,10 @@ func (q *MPSC[T]) release() {
 
 // publishHead is release's slow path.
 func (q *MPSC[T]) publishHead() {
-	freed := q.next - q.pub
 	q.head.Store(q.next)
 	q.pub = q.next
 	if q.space.Waiting() {
-		q.space.Wake(int(min(freed, 1<<30)))
+		q.space.Wake(1)
 	}
 }
 
@@ -160,14 +156,6 @@ func (q *MPSC[T]) Advance() {
 // Preconditions: called by the consumer.
 func (q *MPSC[T]) unreserved() bool { return q.tail.Load()&^closedBit == q.next }
 
-// hasItems is the consumer's wake-up condition: an item published at next,
-// or closed.
-//
-// Preconditions: called by the consumer.
-func (q *MPSC[T]) hasItems() bool {
-	return q.seqs[q.next&q.mask].Load() > q.next || q.Closed()
-}
-
 // drained reports whether the ring is closed and the consumer has read
 // every item reserved before Close.
 //
@@ -177,33 +165,17 @@ func (q *MPSC[T]) drained() bool {
 	return t&closedBit != 0 && t&^closedBit == q.next
 }
 
-// waitItems waits (spin, yield, park) for an item or Close, or until ctx is
-// done.
-//
-// Preconditions: called by the consumer.
-func (q *MPSC[T]) waitItems(ctx context.Context, b *wait.Backoff) error {
-	if q.drained() {
-		return ErrClosed
-	}
-	if b.Next() {
-		return nil
-	}
-	defer b.Reset()
-	return q.items.Park(ctx, q.hasItems)
-}
-
 // DequeueWait removes and returns the head item, waiting while the ring is
 // empty. After Close it keeps returning the items enqueued before Close and
 // then ErrClosed; it returns ctx.Err() if ctx ends the wait.
 //
 // Preconditions: no other consumer runs concurrently.
 func (q *MPSC[T]) DequeueWait(ctx context.Context) (T, error) {
-	var b wait.Backoff
 	for {
 		if v, ok := q.Dequeue(); ok {
 			return v, nil
 		}
-		if err := q.waitItems(ctx, &b); err != nil {
+		if err := q.awaitItems(ctx); err != nil {
 			var zero T
 			return zero, err
 		}
@@ -220,12 +192,11 @@ func (q *MPSC[T]) DequeueBurstWait(ctx context.Context, dst []T) (int, error) {
 	if len(dst) == 0 {
 		return 0, nil
 	}
-	var b wait.Backoff
 	for {
 		if n := q.DequeueBurst(dst); n > 0 {
 			return n, nil
 		}
-		if err := q.waitItems(ctx, &b); err != nil {
+		if err := q.awaitItems(ctx); err != nil {
 			return 0, err
 		}
 	}

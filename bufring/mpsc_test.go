@@ -229,7 +229,7 @@ func TestMPSCWaitsWake(t *testing.T) {
 		assert.NoError(t, err)
 		got <- v
 	}()
-	waitUntil(q.items.Waiting) // parked, not spinning
+	waitUntil(func() bool { return q.Parks() == 1 }) // parked, not spinning
 	require.NoError(t, q.Enqueue(7))
 	assert.Equal(t, 7, <-got)
 
@@ -317,7 +317,7 @@ func TestMPSCClose(t *testing.T) {
 	q2, _ := NewMPSC[int](4)
 	errc := make(chan error)
 	go func() { _, err := q2.DequeueWait(ctx); errc <- err }()
-	waitUntil(q2.items.Waiting)
+	waitUntil(func() bool { return q2.Parks() == 1 })
 	q2.Close()
 	assert.ErrorIs(t, <-errc, ErrClosed)
 }
