@@ -64,7 +64,10 @@
 // off later with Context.SetCapEnable is done in software instead; the
 // link is Context.Running and Context.LinkState, read by LinkUp and by
 // every WritePackets (Context.SubscribeLink gives the changes as they
-// come). The MAC is Options.MAC, else the driver's (Context.MAC, which
+// come); while the link is down or the interface not running (stopped,
+// resetting, detached) WritePackets drops the frames as a NIC without carrier does
+// and reports them written, so gVisor's ARP and TCP retry rather than fail
+// the connection. The MAC is Options.MAC, else the driver's (Context.MAC, which
 // the driver reported with iflib_set_mac; Options.HardwareAddr for a
 // driver that did not), else a random locally administered address; Bind
 // and SetLinkAddress give it to the device (Context.SetMAC), whose

@@ -288,7 +288,7 @@ func (e *Endpoint) Context() *iflib.Context { return e.ic.Load() }
 
 // LinkUp reports whether frames can leave: the endpoint is bound and not
 // closed, and its context runs (not stopped, not detached) with the link
-// up. WritePackets refuses every packet while it is false (counted in
+// up. WritePackets drops every packet while it is false (counted in
 // TxLinkDown). gVisor's LinkEndpoint has no carrier state to report this
 // through, so it is polled here; a program that wants the changes as they
 // happen subscribes with Context.SubscribeLink (the command does).

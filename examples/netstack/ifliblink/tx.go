@@ -24,12 +24,27 @@ import (
 // handed to iflib: unbound, closed, stopped, detached or link down),
 // TxNoZone (no packet in the zone for TxWait), or TxRefused (iflib refused
 // it, freed it and counted it in oqdrops or oerrors).
+//
+// A link that is down or an interface that is not running (stopped, or
+// in the middle of a reset) is a state that passes: the frames are
+// dropped as a NIC without carrier drops them, counted in TxLinkDown, and
+// reported to the stack as written, so that gVisor retries as it does
+// for any frame lost on the wire (ARP's probes, TCP's retransmissions).
+// An error here would make gVisor's neighbour entry fail at once with
+// "no route to host" (its first probe's write failed), which a link flap
+// or a watchdog reset must not do. A detached context is the same (Bind
+// may give the endpoint the NIC's next context). Only an endpoint that is
+// not bound or was closed by the stack returns ErrClosedForSend.
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	list := pkts.AsSlice()
 	ic := e.ic.Load()
-	if ic == nil || e.closed.Load() || !ic.Running() || ic.LinkState() != iflib.LinkStateUp {
+	if ic == nil || e.closed.Load() {
 		e.st.add(txLinkDown, uint64(len(list)))
 		return 0, &tcpip.ErrClosedForSend{}
+	}
+	if !ic.Running() || ic.LinkState() != iflib.LinkStateUp {
+		e.st.add(txLinkDown, uint64(len(list)))
+		return len(list), nil
 	}
 	bp := e.batches.Get().(*[]*iflib.Packet)
 	w := txWork{e: e, ic: ic, batch: (*bp)[:0], on: e.enabled(ic)}
@@ -102,7 +117,11 @@ func (w *txWork) put(m *iflib.Packet) {
 		n := m.Hdr.Len
 		if err := w.ic.Transmit(m); err != nil {
 			w.e.st.add(txRefused, 1)
-			w.terr = transmitError(err)
+			if te := transmitError(err); te != nil {
+				w.terr = te
+			} else {
+				w.sent++ // lost to a link that went down: as written
+			}
 			return
 		}
 		w.e.st.add(txPackets, 1)
@@ -139,17 +158,22 @@ func (e *Endpoint) transmit(ic *iflib.Context, batch []*iflib.Packet) (int, tcpi
 	e.st.add(txPackets, uint64(n))
 	if err != nil {
 		e.st.add(txRefused, uint64(len(batch)-n))
-		return n, transmitError(err)
+		if te := transmitError(err); te != nil {
+			return n, te
+		}
+		return len(batch), nil // lost to a link that went down: as written
 	}
 	return n, nil
 }
 
-// transmitError maps iflib's Transmit errors to the stack's: ENETDOWN to a
-// closed link, ENOBUFS to no buffer space, a packet too large to EMSGSIZE.
+// transmitError maps iflib's Transmit errors to the stack's: ENOBUFS to no
+// buffer space, a packet too large to EMSGSIZE, and ENETDOWN (the
+// interface stopped or began a reset after WritePackets looked) to none:
+// the frame is lost as on a link without carrier (see WritePackets).
 func transmitError(err error) tcpip.Error {
 	switch {
 	case errors.Is(err, iflib.ErrNotRunning):
-		return &tcpip.ErrClosedForSend{}
+		return nil
 	case errors.Is(err, iflib.ErrTooBig):
 		return &tcpip.ErrMessageTooLong{}
 	default:

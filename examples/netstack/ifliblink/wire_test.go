@@ -292,6 +292,31 @@ func TestStopStartAndReattach(t *testing.T) {
 	t.Logf("A: %v\nB: %v", p.A.EP.Stats(), p.B.EP.Stats())
 }
 
+// TestDialAcrossLinkFlap: a connection dialled while A's link is down
+// (its first ARP probe written to a link without carrier) waits for the
+// link instead of failing at once with "no route to host": the endpoint
+// drops the frames as a NIC without carrier does, reports them written,
+// and gVisor's ARP probes again.
+func TestDialAcrossLinkFlap(t *testing.T) {
+	p := newPair(t, nsrig.PairConfig{})
+	sv := nsrig.NewServer()
+	require.NoError(t, sv.Echo(p.B.Stack, p.B.Addr))
+	t.Cleanup(sv.Close)
+	p.A.NIC.SetLink(false)
+	require.Eventually(t, func() bool { return !p.A.EP.LinkUp() }, 5*time.Second, time.Millisecond)
+	downs := p.A.EP.Stats().TxLinkDown
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		done <- nsrig.Echo(ctx, p.A.Stack, p.B.Addr, []byte("across the flap"))
+	}()
+	require.Eventually(t, func() bool { return p.A.EP.Stats().TxLinkDown > downs }, 10*time.Second, time.Millisecond,
+		"the first probe met the down link")
+	p.A.NIC.SetLink(true)
+	require.NoError(t, <-done)
+}
+
 // TestNICRemoved: after the stack removes the NIC (Attach(nil), Close),
 // frames still arriving are freed and counted, and iflib gets every
 // packet back.
