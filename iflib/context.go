@@ -19,15 +19,19 @@ type Attachment struct {
 	Bus    *busdma.Device // the bus device; its root tag is bus_get_dma_tag(dev); the RX zones come from its space
 	Config Config         // iflib's tunables
 	// Input is if_input: it receives each RX batch (or each packet with
-	// Config.RxPerPacket or Config.RxPerPacketInput) on the RX queue's task. The packets are the
-	// callee's: it must free or transmit each. The slice is reused after the
-	// call returns. A nil Input frees every received packet (counted as
-	// delivered). Input may call Transmit; a Stop or Detach from Input is
-	// handed to the admin task (ErrDeferred). Input must not block: Stop
-	// waits for the RX task to come back from it (StopTimeout bounds only
-	// the wait for transmits), so an Input that sleeps delays Stop by as
-	// long.
-	Input func(qid int, pkts []*Packet)
+	// Config.RxPerPacket or Config.RxPerPacketInput) on the RX queue's task,
+	// with the context that received it (ic, as FreeBSD's if_input(ifp, m)
+	// receives the ifnet: one callback may serve several contexts, and an
+	// adapter needs no second step after Register to learn its own). The
+	// packets are the callee's: it must free or transmit each. The slice is
+	// reused after the call returns. A nil Input frees every received
+	// packet (counted as delivered). Input may call Transmit (on ic or any
+	// other context); a Stop or Detach from Input is handed to the admin
+	// task (ErrDeferred). Input must not block: Stop waits for the RX task
+	// to come back from it (StopTimeout bounds only the wait for
+	// transmits), so an Input that sleeps delays Stop by as long. Input is
+	// called only after Init (so never before Register has returned ic).
+	Input func(ic *Context, qid int, pkts []*Packet)
 	// InputReady (optional; goiflib) is asked before each rxeof pass of RX
 	// queue qid: false holds the queue back, leaving the frames in the
 	// ring (the device drops what it cannot hold and counts it) and
@@ -115,7 +119,7 @@ type Context struct {
 	txrx      TxRx
 	bus       *busdma.Device
 	space     busdma.Space
-	input     func(qid int, pkts []*Packet)
+	input     func(ic *Context, qid int, pkts []*Packet)
 	// inputReady is Attachment.InputReady.
 	inputReady func(qid int) bool
 

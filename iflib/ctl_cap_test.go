@@ -38,11 +38,11 @@ func TestSetCapEnable(t *testing.T) {
 	offered := iflib.CapTxCsum | iflib.CapRxCsum | iflib.CapRxCsumIPv6 | iflib.CapVLANHWTagging | iflib.CapLinkState
 	var c collector
 	var got []iflib.PktHdr
-	f, d := newCtlFake(t, fakeOpts{input: func(q int, pkts []*iflib.Packet) {
+	f, d := newCtlFake(t, fakeOpts{input: func(ic *iflib.Context, q int, pkts []*iflib.Packet) {
 		for _, p := range pkts {
 			got = append(got, p.Hdr)
 		}
-		c.input(q, pkts)
+		c.input(ic, q, pkts)
 	}, softc: func(sc *iflib.SoftcCtx) {
 		sc.Capabilities = offered
 		sc.CapEnable = offered
@@ -112,11 +112,11 @@ func TestCapabilitiesDefault(t *testing.T) {
 func TestSetRSS(t *testing.T) {
 	var got []iflib.PktHdr
 	var c collector
-	f, d := newCtlFake(t, fakeOpts{input: func(q int, pkts []*iflib.Packet) {
+	f, d := newCtlFake(t, fakeOpts{input: func(ic *iflib.Context, q int, pkts []*iflib.Packet) {
 		for _, p := range pkts {
 			got = append(got, p.Hdr)
 		}
-		c.input(q, pkts)
+		c.input(ic, q, pkts)
 	}})
 	f.pktGet = func(ri *iflib.RxdInfo) error {
 		ri.FlowID, ri.RSSType = 0xdeadbeef, iflib.HashRSSTCPv4

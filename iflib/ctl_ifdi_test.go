@@ -281,7 +281,7 @@ func TestRequestResetFromDriver(t *testing.T) {
 func TestCtlReentrant(t *testing.T) {
 	errs := make(chan error, 2)
 	var f *fakeNIC
-	f = newFake(t, fakeOpts{input: func(_ int, pkts []*iflib.Packet) {
+	f = newFake(t, fakeOpts{input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 		for _, p := range pkts {
 			p.Free()
 		}

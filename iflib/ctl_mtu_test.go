@@ -143,7 +143,7 @@ func TestSetMTURetiredZoneLeak(t *testing.T) {
 // counted (rx_stop_discards), and every packet is back in its zone.
 func TestSetMTUUnderTraffic(t *testing.T) {
 	var delivered atomic.Uint64
-	f, _ := newMTUFake(t, fakeOpts{input: func(_ int, pkts []*iflib.Packet) {
+	f, _ := newMTUFake(t, fakeOpts{input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 		for _, p := range pkts {
 			delivered.Add(1)
 			p.Free()

@@ -49,7 +49,7 @@ func TestCtlRacesLifecycle(t *testing.T) {
 	var d *allFake
 	var delivered atomic.Uint64
 	f := newFake(t, fakeOpts{cfg: iflib.Config{StopTimeout: 50 * time.Millisecond},
-		input: func(_ int, pkts []*iflib.Packet) {
+		input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 			for _, p := range pkts {
 				delivered.Add(1)
 				p.Free()

@@ -36,7 +36,7 @@ func TestRingClearsUnderLateWriteBack(t *testing.T) {
 			var good, bad atomic.Int64
 			var mu sync.Mutex
 			seen := map[uint32]bool{}
-			input := func(_ int, pkts []*iflib.Packet) {
+			input := func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, p := range pkts {

@@ -98,7 +98,7 @@ func TestDetachedZoneReturnsMemoryAfterForwarding(t *testing.T) {
 	b.mu.Unlock()
 	var forwarded atomic.Int64
 	a := newFake(t, fakeOpts{space: space, name: "in", cfg: iflib.Config{RxZoneSize: 300},
-		input: func(_ int, pkts []*iflib.Packet) {
+		input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 			n, _ := b.ctx.TransmitBatch(pkts)
 			forwarded.Add(int64(n))
 		}})

@@ -154,7 +154,7 @@ func TestLifecycleFromCallbacks(t *testing.T) {
 			if tc.filter {
 				o.filter = func(int, []byte) bool { call(); return true }
 			} else {
-				o.input = func(_ int, pkts []*iflib.Packet) {
+				o.input = func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 					for _, p := range pkts {
 						p.Free()
 					}
@@ -284,7 +284,7 @@ func TestTxLostInterruptRecovered(t *testing.T) {
 // when Stop runs are counted, so received + discarded = sent.
 func TestStopCountsUntakenRxFrames(t *testing.T) {
 	var got atomic.Uint64
-	f := newFake(t, fakeOpts{cfg: iflib.Config{TimerInterval: time.Hour}, input: func(_ int, pkts []*iflib.Packet) {
+	f := newFake(t, fakeOpts{cfg: iflib.Config{TimerInterval: time.Hour}, input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 		for _, p := range pkts {
 			got.Add(1)
 			p.Free()
@@ -341,7 +341,7 @@ func TestRegisterDetachLoopReturnsMemory(t *testing.T) {
 func TestDetachReportsPacketsHeldByStack(t *testing.T) {
 	var held []*iflib.Packet
 	var mu sync.Mutex
-	f := newFake(t, fakeOpts{input: func(_ int, pkts []*iflib.Packet) {
+	f := newFake(t, fakeOpts{input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 		mu.Lock()
 		held = append(held, pkts...)
 		mu.Unlock()

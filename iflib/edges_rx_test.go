@@ -26,7 +26,7 @@ type collector struct {
 	held   []*iflib.Packet
 }
 
-func (c *collector) input(_ int, pkts []*iflib.Packet) {
+func (c *collector) input(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range pkts {
@@ -288,13 +288,12 @@ func TestRxRefillBackoff(t *testing.T) {
 func TestFreeListInvariantsRandom(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0))
-		var ctx *iflib.Context
 		var mu sync.Mutex
 		var held []*iflib.Packet
 		var checkErr error
 		var got int
-		input := func(qid int, pkts []*iflib.Packet) {
-			if err := iflib.CheckFreeLists(ctx, qid); err != nil && checkErr == nil {
+		input := func(ic *iflib.Context, qid int, pkts []*iflib.Packet) {
+			if err := iflib.CheckFreeLists(ic, qid); err != nil && checkErr == nil {
 				checkErr = err
 			}
 			mu.Lock()
@@ -303,7 +302,7 @@ func TestFreeListInvariantsRandom(t *testing.T) {
 			mu.Unlock()
 		}
 		f := newFake(t, fakeOpts{nrxd: 64, input: input, cfg: iflib.Config{RxZoneSize: 64 + int(seed)*8, TimerInterval: time.Millisecond}})
-		ctx = f.ctx
+		ctx := f.ctx
 		require.NoError(t, ctx.Init())
 		sent := 0
 		for step := 0; step < 400; step++ {

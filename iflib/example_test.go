@@ -155,7 +155,7 @@ func Example() {
 		Driver: d,
 		Shared: &iflib.SharedCtx{DriverName: "loop"}, // every other field has a default
 		Bus:    bus,
-		Input: func(qid int, pkts []*iflib.Packet) { // if_input: the stack's receive
+		Input: func(_ *iflib.Context, qid int, pkts []*iflib.Packet) { // if_input: the stack's receive
 			for _, p := range pkts {
 				got <- string(p.Bytes())
 				p.Free() // received packets belong to the stack

@@ -88,7 +88,7 @@ type fakeOpts struct {
 	rxBuf            int
 	space            busdma.Space // nil: a SimSpace of 64 MiB
 	cfg              iflib.Config
-	input            func(qid int, pkts []*iflib.Packet)
+	input            func(_ *iflib.Context, qid int, pkts []*iflib.Packet)
 	filter           func(qid int, frame []byte) bool
 	inputReady       func(qid int) bool
 	etherPad         bool // IFLIB_NEED_ETHER_PAD with a 60-byte minimum

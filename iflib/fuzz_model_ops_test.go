@@ -182,7 +182,7 @@ func (m *model) register(i int) {
 	}
 	before := int64(m.env.Space.Allocated())
 	a := iflib.Attachment{Config: r.cfg,
-		Input:         func(qid int, pkts []*iflib.Packet) { m.input(s, qid, pkts) },
+		Input:         func(_ *iflib.Context, qid int, pkts []*iflib.Packet) { m.input(s, qid, pkts) },
 		RxFilter:      func(qid int, frame []byte) bool { return m.hook(s, hpFilter, nil) && len(frame)%7 == 0 },
 		TxQueueSelect: func(p *iflib.Packet) int { m.hook(s, hpSelect, nil); return int(p.Hdr.FlowID) % 3 },
 		InputReady:    func(qid int) bool { m.hook(s, hpInputReady, nil); return true },

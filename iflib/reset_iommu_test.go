@@ -30,7 +30,7 @@ func TestRxResetUnderIOMMUNoStaleDescriptors(t *testing.T) {
 			var mu sync.Mutex
 			var good, bad int
 			seen := map[uint32]bool{}
-			input := func(_ int, pkts []*iflib.Packet) {
+			input := func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, p := range pkts {

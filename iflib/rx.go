@@ -474,12 +474,12 @@ func (q *rxq) deliver() {
 	case c.cfg.RxPerPacket:
 		for _, m := range b {
 			q.one[0] = m
-			c.input(q.id, q.one[:])
+			c.input(c, q.id, q.one[:])
 			q.st.inc(rxIfInput, 1)
 		}
 		q.one[0] = nil
 	default:
-		c.input(q.id, b)
+		c.input(c, q.id, b)
 		q.st.inc(rxIfInput, 1)
 	}
 	clear(b)
@@ -494,7 +494,7 @@ func (q *rxq) inputOne(m *Packet) {
 		return
 	}
 	q.one[0] = m
-	c.input(q.id, q.one[:])
+	c.input(c, q.id, q.one[:])
 	q.one[0] = nil
 	q.st.inc(rxIfInput, 1)
 }

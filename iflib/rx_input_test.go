@@ -36,7 +36,7 @@ func TestRxPerPacketInput(t *testing.T) {
 		var f *fakeNIC
 		cfg.RxBudget = 16
 		cfg.TimerInterval = time.Hour // the timer kicks RX queues: no pass before RxIntr
-		f = newFake(t, fakeOpts{cfg: cfg, input: func(_ int, pkts []*iflib.Packet) {
+		f = newFake(t, fakeOpts{cfg: cfg, input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 			c := call{n: len(pkts), gets: gets.Load()}
 			for _, p := range pkts {
 				c.frames = append(c.frames, simnictest.Flatten(p))

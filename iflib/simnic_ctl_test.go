@@ -26,7 +26,7 @@ func TestSetMTUUnderTrafficSimnic(t *testing.T) {
 	var delivered atomic.Uint64
 	r := simnictest.New(t, simnictest.Options{
 		NIC: simnic.Config{MaxFrame: 9018, NRxd: 256, NTxd: 256},
-		Input: func(_ int, pkts []*iflib.Packet) {
+		Input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 			for _, p := range pkts {
 				delivered.Add(1)
 				p.Free()

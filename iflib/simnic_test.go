@@ -71,7 +71,7 @@ type recvRecorder struct {
 	bufs []int
 }
 
-func (r *recvRecorder) input(_ int, pkts []*iflib.Packet) {
+func (r *recvRecorder) input(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range pkts {
@@ -191,7 +191,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 	var got atomic.Uint64
 	hold := atomic.Bool{}
 	hold.Store(true)
-	input := func(_ int, pkts []*iflib.Packet) {
+	input := func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range pkts {

@@ -195,9 +195,9 @@ func Attach(cfg Config, a iflib.Attachment) (*Driver, error) {
 		d.q[i] = newQueue(d, i, qid)
 	}
 	if in := a.Input; in != nil && !cfg.KeepPartialChecksums {
-		a.Input = func(qid int, pkts []*iflib.Packet) {
+		a.Input = func(ic *iflib.Context, qid int, pkts []*iflib.Packet) {
 			d.completeChecksums(qid, pkts)
-			in(qid, pkts)
+			in(ic, qid, pkts)
 		}
 	}
 	a.Driver = d

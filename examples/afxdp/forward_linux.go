@@ -291,7 +291,7 @@ func startIflibForwarder(rig *Rig, mode XDPMode, opts ForwardOptions) (*iflibFor
 	// The generator's frames are not IP, and the hand loop completes no
 	// checksums: KeepPartialChecksums keeps the comparison like for like.
 	f.a, err = Attach(Config{Interface: p0.A, NetNS: rig.NetNSPath(), UMEM: u, XDPMode: mode, NRxd: nrxd, NTxd: 64, KeepPartialChecksums: true},
-		iflib.Attachment{Config: withUnit(cfg, 0, zoneA), Input: func(_ int, pkts []*iflib.Packet) {
+		iflib.Attachment{Config: withUnit(cfg, 0, zoneA), Input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 			for _, m := range pkts {
 				copy(m.Bytes()[0:6], dst[:])
 			}

@@ -37,7 +37,7 @@ func newFwdRig(t *testing.T, mode XDPMode, nrxd int) *fwdRig {
 		iflib.Attachment{Config: iflib.Config{Unit: 1, RxZoneSize: 64}})
 	dst := p1.BMAC
 	f.a, _ = startDriver(t, f.rig, Config{Interface: p0.A, UMEM: f.u, XDPMode: mode, NRxd: nrxd, NTxd: 64, Checker: chk},
-		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: iflib.DefaultRxZoneSize(nrxd)}, Input: func(_ int, pkts []*iflib.Packet) {
+		iflib.Attachment{Config: iflib.Config{Unit: 0, RxZoneSize: iflib.DefaultRxZoneSize(nrxd)}, Input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 			for _, m := range pkts {
 				copy(m.Bytes()[0:6], dst)
 				if ctxB.Transmit(m) != nil {

@@ -119,7 +119,7 @@ func newSink() *sink {
 	return s
 }
 
-func (s *sink) input(qid int, pkts []*iflib.Packet) {
+func (s *sink) input(_ *iflib.Context, qid int, pkts []*iflib.Packet) {
 	s.mu.Lock()
 	for _, p := range pkts {
 		var b []byte

@@ -34,7 +34,7 @@ func TestStopDetachInFlight(t *testing.T) {
 	d, err := Attach(Config{Interface: p.A, NetNS: rig.NetNSPath(), UMEM: u, NRxd: 256, NTxd: 256, Checker: busdmatest.NewChecker(t)},
 		iflib.Attachment{
 			Config: iflib.Config{RxZoneSize: 1024},
-			Input: func(_ int, pkts []*iflib.Packet) {
+			Input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 				received.Add(uint64(len(pkts)))
 				for _, m := range pkts {
 					m.Free()

@@ -72,7 +72,7 @@ func newTCPPath(t *testing.T, mode XDPMode, nrxd, mtu int) *tcpPath {
 	for i, pair := range p.rig.Pairs {
 		other := 1 - i
 		d, err2 := Attach(Config{Interface: pair.A, NetNS: p.rig.NetNSPath(), UMEM: u, XDPMode: mode, NRxd: nrxd, NTxd: 1024},
-			iflib.Attachment{Config: iflib.Config{Unit: i, RxZoneSize: zone}, Input: func(_ int, pkts []*iflib.Packet) {
+			iflib.Attachment{Config: iflib.Config{Unit: i, RxZoneSize: zone}, Input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 				_, _ = out[other].TransmitBatch(pkts) // refused packets are freed and counted by iflib
 			}})
 		require.NoError(t, err2)

@@ -395,11 +395,11 @@ func NewForwardRig(o ForwardOpts) (r *ForwardRig, err error) {
 			// simple and drbr modes pick the queue as
 			// iflib_simple_select_queue does, from the packet's hash (QIDX),
 			// without asking TxQueueSelect: steer by the hash.
-			input = func(rxq int, pkts []*iflib.Packet) {
+			input = func(ic *iflib.Context, rxq int, pkts []*iflib.Packet) {
 				for _, m := range pkts {
 					m.Hdr.HashType, m.Hdr.FlowID = iflib.HashOpaque, uint32(f(rxq))
 				}
-				r.forward(rxq, pkts)
+				r.forward(ic, rxq, pkts)
 			}
 		}
 		var ready func(int) bool
@@ -519,7 +519,7 @@ func (r *ForwardRig) WaitQuiet(limit time.Duration) bool {
 // forward is A's if_input: transmit the batch on B (one mp_ring enqueue
 // per batch). The packets are B's from TransmitBatch on, whatever the
 // result; those not accepted were dropped and counted.
-func (r *ForwardRig) forward(_ int, pkts []*iflib.Packet) {
+func (r *ForwardRig) forward(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 	n := len(pkts)
 	sent, _ := r.CtxB.TransmitBatch(pkts)
 	if sent < n {
@@ -532,7 +532,7 @@ func (r *ForwardRig) forward(_ int, pkts []*iflib.Packet) {
 // B's mp_ring.
 const forwardBacklogLimit = iflib.MPRingSize / 4
 
-func freeAll(_ int, pkts []*iflib.Packet) {
+func freeAll(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 	for _, m := range pkts {
 		m.Free()
 	}

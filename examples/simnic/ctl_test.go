@@ -26,7 +26,7 @@ func newDstCounter() *dstCounter {
 	return &dstCounter{n: map[[6]byte]int{}, tags: map[uint16]int{}}
 }
 
-func (c *dstCounter) input(_ int, pkts []*iflib.Packet) {
+func (c *dstCounter) input(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range pkts {
@@ -262,7 +262,7 @@ func TestCtlCapabilitiesAndRSS(t *testing.T) {
 	}
 	var mu sync.Mutex
 	perQ := map[int]int{}
-	input := func(qid int, pkts []*iflib.Packet) {
+	input := func(_ *iflib.Context, qid int, pkts []*iflib.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range pkts {

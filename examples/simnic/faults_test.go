@@ -15,7 +15,7 @@ var txModes = []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxMod
 
 // faultRig is a rig with a seeded schedule of the given faults only (nil
 // profile: no schedule), a fast iflib timer, and a recording wire.
-func faultRig(t *testing.T, nc simnic.Config, cfg iflib.Config, prof map[simnic.FaultKind]uint64, input func(int, []*iflib.Packet)) (*simnictest.Rig, *simnictest.Recorder) {
+func faultRig(t *testing.T, nc simnic.Config, cfg iflib.Config, prof map[simnic.FaultKind]uint64, input func(*iflib.Context, int, []*iflib.Packet)) (*simnictest.Rig, *simnictest.Recorder) {
 	t.Helper()
 	if prof != nil {
 		p := simnic.Profile{Every: prof, LinkDownFor: 3}

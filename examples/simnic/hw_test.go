@@ -226,7 +226,7 @@ func TestToeplitzMicrosoftVectors(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var gots []got
-	input := func(qid int, pkts []*iflib.Packet) {
+	input := func(_ *iflib.Context, qid int, pkts []*iflib.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range pkts {
@@ -310,7 +310,7 @@ func TestRSSSpreadsByIndirectionTable(t *testing.T) {
 	for i := range reta {
 		reta[i] = []uint8{0, 2, 3, 3, 2, 0, 3}[i%7]
 	}
-	input := func(qid int, pkts []*iflib.Packet) {
+	input := func(_ *iflib.Context, qid int, pkts []*iflib.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range pkts {
@@ -542,7 +542,7 @@ func TestScheduledPauseReportedToWatchdog(t *testing.T) {
 func TestRSSHashTypes(t *testing.T) {
 	var mu sync.Mutex
 	got := map[byte]iflib.HashType{}
-	input := func(_ int, pkts []*iflib.Packet) {
+	input := func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range pkts {

@@ -264,7 +264,7 @@ func newRxLedger(flows int, size flowSize) *rxLedger {
 }
 
 // input is the rig's Input: verify each packet and free it.
-func (l *rxLedger) input(_ int, pkts []*iflib.Packet) {
+func (l *rxLedger) input(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, m := range pkts {

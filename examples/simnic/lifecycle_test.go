@@ -212,7 +212,7 @@ func TestAttachWith(t *testing.T) {
 	}
 	var w *wrapDriver
 	var got atomic.Uint64
-	input := func(_ int, pkts []*iflib.Packet) {
+	input := func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 		for _, m := range pkts {
 			m.Free()
 		}

@@ -16,7 +16,7 @@ import (
 // Its TX zone has 4 KB clusters and its TX ring 1024 descriptors, so that
 // a 64 KB TSO packet fits the TSO tag's segments (isc_tx_tso_segments_max
 // is clamped to ntxd/12).
-func offloadRig(t *testing.T, mode iflib.TxMode, offload bool, input func(int, []*iflib.Packet)) (*simnictest.Rig, *simnictest.Recorder) {
+func offloadRig(t *testing.T, mode iflib.TxMode, offload bool, input func(*iflib.Context, int, []*iflib.Packet)) (*simnictest.Rig, *simnictest.Recorder) {
 	t.Helper()
 	rec := &simnictest.Recorder{}
 	r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 1024, NRxd: 256, Offload: offload},
@@ -292,7 +292,7 @@ func TestRxChecksumAndVLANStrip(t *testing.T) {
 			var gots []got
 			var mu = make(chan struct{}, 1)
 			mu <- struct{}{}
-			input := func(_ int, pkts []*iflib.Packet) {
+			input := func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 				<-mu
 				for _, m := range pkts {
 					gots = append(gots, got{flatten(m), m.Hdr.CsumFlags, m.Hdr.VLANTag, m.Hdr.Flags&iflib.MVLANTag != 0})

@@ -354,7 +354,7 @@ func (l *soakLedger) packet(data []byte, nseg int) *iflib.Packet {
 }
 
 // input verifies each delivered packet against the RX plan.
-func (l *soakLedger) input(_ int, pkts []*iflib.Packet) {
+func (l *soakLedger) input(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
 	l.rxMu.Lock()
 	defer l.rxMu.Unlock()
 	for _, m := range pkts {

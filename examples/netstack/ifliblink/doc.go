@@ -79,8 +79,9 @@
 // (CSUM_L3_CALC or CSUM_L4_CALC without _VALID) are dropped here; gVisor
 // verifies the rest.
 //
-// Attachment.Input is fixed before the context exists, hence the Bind
-// step after Register.
+// Bind stays a step after Register although Attachment.Input receives the
+// context with each batch: the endpoint transmits, and gVisor asks its MTU,
+// capabilities and address at CreateNIC, before any frame arrives.
 //
 // # Drivers
 //

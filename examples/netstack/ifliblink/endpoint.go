@@ -150,8 +150,9 @@ const batchMax = 64
 
 // New returns an endpoint that takes its TX packets from opts.TxZone. Its
 // Input method is iflib's if_input: pass it as Attachment.Input when the
-// driver registers, then Bind the context the driver returns, then hand
-// the endpoint to stack.CreateNIC.
+// driver registers, then Bind the context the driver returns (the
+// endpoint transmits on it and reads its MTU and offloads before any
+// frame arrives), then hand the endpoint to stack.CreateNIC.
 func New(opts Options) (*Endpoint, error) {
 	if opts.TxZone == nil {
 		return nil, ErrNoZone

@@ -35,7 +35,7 @@ const etherTypeVLAN = 0x8100
 // (RxOtherHost: what a NIC's address filter drops), carrying a VLAN tag
 // the device stripped (RxVLAN: the endpoint has no VLANs), or whose
 // checksum the device found bad (RxBadCsum).
-func (e *Endpoint) Input(qid int, pkts []*iflib.Packet) {
+func (e *Endpoint) Input(_ *iflib.Context, qid int, pkts []*iflib.Packet) {
 	dp := e.disp.Load()
 	var l *lro
 	if ls := e.lros.Load(); ls != nil && qid >= 0 && qid < len(*ls) && dp != nil {

@@ -208,10 +208,10 @@ func TestXDPForwarder(t *testing.T) {
 	defer func() { assert.NoError(t, u.Close()) }()
 	var dIn, dOut *afxdp.Driver
 	dIn, err = afxdp.Attach(afxdp.Config{Interface: in, NetNS: cli.NetNSPath(), UMEM: u},
-		iflib.Attachment{Input: func(_ int, pkts []*iflib.Packet) { _, _ = dOut.Context().TransmitBatch(pkts) }})
+		iflib.Attachment{Input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) { _, _ = dOut.Context().TransmitBatch(pkts) }})
 	require.NoError(t, err)
 	dOut, err = afxdp.Attach(afxdp.Config{Interface: out, NetNS: cli.NetNSPath(), UMEM: u},
-		iflib.Attachment{Input: func(_ int, pkts []*iflib.Packet) { _, _ = dIn.Context().TransmitBatch(pkts) }})
+		iflib.Attachment{Input: func(_ *iflib.Context, _ int, pkts []*iflib.Packet) { _, _ = dIn.Context().TransmitBatch(pkts) }})
 	require.NoError(t, err)
 	defer func() {
 		// Each holds the other's received packets on its TX ring until it

@@ -18,7 +18,7 @@ type Options struct {
 	// Config is iflib's; RxZoneSize defaults to 2 × NRxd + 512 here, a
 	// smaller zone than iflib's default, to keep rigs light.
 	Config        iflib.Config
-	Input         func(qid int, pkts []*iflib.Packet)
+	Input         func(ic *iflib.Context, qid int, pkts []*iflib.Packet) // Attachment.Input
 	RxFilter      func(qid int, frame []byte) bool
 	TxQueueSelect func(m *iflib.Packet) int
 	// TxZone is the number of clusters in the rig's TX zone (0: 4096;
