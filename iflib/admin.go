@@ -139,9 +139,7 @@ func (c *Context) runAdmin(flags uint32) bool {
 	}
 	if c.st() == stateRunning && c.LinkState() == LinkStateUp {
 		for _, q := range c.txqs {
-			if q.mpr != nil {
-				q.mpr.CheckDrainage(RestartBudget)
-			}
+			q.path.restart()
 			q.kick()
 		}
 	}
@@ -294,7 +292,7 @@ func (c *Context) watchdog(q *txq) bool {
 		q.dbPendingA.Load() == 0 && c.pauseFrames.Load() == 0 &&
 		c.running.Load() && c.LinkState() == LinkStateUp
 	full := int64(q.size-q.pad)-q.inUseA.Load() < int64(q.maxTxDesc())
-	offered := outstanding > w.outstanding || noDesc != w.noDesc || full || q.swBacklog() > 0
+	offered := outstanding > w.outstanding || noDesc != w.noDesc || full || q.path.backlog() > 0
 	switch {
 	case !frozen:
 		w.armed = 0

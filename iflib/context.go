@@ -5,10 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/goiflib/goiflib/bufring"
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/cpumap"
-	"github.com/goiflib/goiflib/mpring"
 )
 
 // Attachment is what a driver passes to Register: the arguments of
@@ -277,9 +275,7 @@ func Register(a Attachment) (*Context, error) {
 	if err := c.allocQueues(); err != nil {
 		return fail(err)
 	}
-	if c.cfg.TxMode != TxModeMPRing {
-		c.unhashedQueue = len(c.txqs) - 1
-	}
+	c.setupTxSelect()
 	queuesHanded = true
 	if err := c.dev.TxQueuesAlloc(c.txRings, c.shared.NTxQs, c.sc.NTxQSets); err != nil {
 		return fail(c.ifdiErr("IFDI_TX_QUEUES_ALLOC", err))
@@ -454,8 +450,8 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 		maps: make([]*busdma.Map, size), sdM: make([]*Packet, size), sdFl: make([]uint8, size),
 		segs: make([]busdma.Segment, 0, MaxTxSegs), bufs: make([][]byte, 0, MaxTxSegs),
 		sdN:  make([]int32, size),
-		wake: make(chan struct{}, 1), sentinel: new(Packet), path: pathFor(c.cfg.TxMode),
-		st: newCounters[txCounter](int(numTxCounters)),
+		wake: make(chan struct{}, 1),
+		st:   newCounters[txCounter](int(numTxCounters)),
 	}
 	q.hold.Store(holdClosed) // opened by Init
 	var err error
@@ -489,19 +485,7 @@ func (c *Context) newTxq(id int, ring RingMem, low busdma.BusAddr) (*txq, error)
 		}
 	}
 	q.syncBufs = q.tag.SyncNeeded() || (q.tsoTag != nil && q.tsoTag.SyncNeeded())
-	switch c.cfg.TxMode {
-	case TxModeMPRing:
-		q.mpr, err = mpring.New[*Packet](MPRingSize, q.drain, q.canDrain)
-	case TxModeDRBR:
-		q.drbr, err = bufring.NewDRBRWith(bufring.DRBRConfig[*Packet]{
-			Size:         c.cfg.DRBRSize,
-			MaxProducers: c.cfg.DRBRMaxProducers,
-			DrainQuota:   c.cfg.DRBRDrainQuota,
-			Xmit:         q.drbrXmit,
-			Doorbell:     q.drbrDoorbell,
-			CanRestart:   q.canRestart,
-		})
-	}
+	q.path, err = pathFor(c.cfg.TxMode).newPath(q)
 	if err != nil {
 		q.destroyMaps()
 		return nil, fmt.Errorf("iflib: %s: TX ring: %w", c.name, err)

@@ -83,7 +83,7 @@ func (q *txq) tryTeardown(v int64) {
 	if !q.hold.CompareAndSwap(v, v&^holdOwed) {
 		return
 	}
-	q.purge()
+	q.path.purge()
 	q.freeAll()
 	q.ctx.teardowns.done()
 }

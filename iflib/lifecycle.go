@@ -78,9 +78,7 @@ func (c *Context) initLocked() error {
 	c.stopCh = make(chan struct{})
 	for _, q := range c.txqs {
 		q.resetWatchdog()
-		if q.drbr != nil {
-			q.drbr.Reopen()
-		}
+		q.path.start()
 		q.openHold()
 	}
 	c.running.Store(true)
@@ -156,14 +154,13 @@ func (c *Context) stopLocked() {
 		return
 	}
 	c.running.Store(false)
-	// Close every TX queue to new senders. drbr mode: close the buf_rings,
-	// which wakes every sender blocked for ring space or for the lock; their
-	// Transmit frees and counts the packet and returns ErrNotRunning.
+	// Close every TX queue to new senders, then its mode (drbr mode closes
+	// the buf_rings, which wakes every sender blocked for ring space or for
+	// the lock; their Transmit frees and counts the packet and returns
+	// ErrNotRunning).
 	for _, q := range c.txqs {
 		q.closeHold()
-		if q.drbr != nil {
-			q.drbr.Close(ErrNotRunning)
-		}
+		q.path.stop()
 	}
 	// The senders inside a queue end in bounded time (RUNNING is clear, the
 	// buf_rings closed) unless a driver method or a callback blocks against

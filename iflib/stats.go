@@ -315,18 +315,5 @@ func (c *Context) TxBacklog(qid int) int {
 		return 0
 	}
 	q := c.txqs[qid]
-	return int(q.inUseA.Load()) + q.swBacklog()
-}
-
-// swBacklog is what q's software ring (mp_ring or buf_ring) holds.
-func (q *txq) swBacklog() int {
-	switch {
-	case q.mpr != nil:
-		// Packets only: not the TX task's sentinels.
-		st := q.mpr.State()
-		return max(0, q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx))-int(q.sentinels.Load()))
-	case q.drbr != nil:
-		return q.drbr.Pending()
-	}
-	return 0
+	return int(q.inUseA.Load()) + q.path.backlog()
 }

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/goiflib/goiflib/bufring"
 )
 
 // Node is one node of the sysctl-style tree iflib publishes for a context
@@ -128,11 +126,7 @@ func (c *Context) buildSysctl() *Node {
 	ifl.leaf("tx_watchdog_periods", "timer periods a hung TX queue waits before a reset", func() any { return cfg.TxWatchdogPeriods })
 	ifl.leaf("resets", "resets done by the admin task (goiflib)", func() any { return c.admin.resets.Load() })
 	ifl.leaf("watchdog_events", "TX watchdog resets (ifc_watchdog_events)", func() any { return c.admin.watchdogEvents.Load() })
-	if cfg.TxMode == TxModeDRBR {
-		ifl.leaf("simple_max_producers", "senders that may defer into the buf_ring", func() any { return cfg.DRBRMaxProducers })
-		ifl.leaf("simple_drain_quota", "packets per TX task drain of the buf_ring", func() any { return cfg.DRBRDrainQuota })
-		ifl.leaf("simple_txbr_size", "buf_ring size", func() any { return cfg.DRBRSize })
-	}
+	pathFor(cfg.TxMode).sysctl(ifl, &cfg)
 	width := len(fmt.Sprint(max(len(c.txqs), len(c.rxqs)) - 1))
 	for _, q := range c.txqs {
 		n := ifl.child(fmt.Sprintf("txq%0*d", width, q.id), "Queue Name")
@@ -145,38 +139,7 @@ func (c *Context) buildSysctl() *Node {
 		n.leaf("txq_in_use", "descriptors in use", func() any { return q.inUseA.Load() })
 		n.leaf("txq_processed", "descriptors procesed for clean", func() any { return q.processedA.Load() })
 		n.leaf("txq_cleaned", "total cleaned", func() any { return q.cleanedA.Load() })
-		if q.mpr != nil {
-			r := q.mpr
-			n.leaf("ring_state", "soft ring state", func() any { return r.State().String() })
-			n.leaf("r_enqueues", "# of enqueues to the mp_ring for this queue", func() any { return r.Stats().Enqueues })
-			n.leaf("r_drops", "# of drops in the mp_ring for this queue", func() any { return r.Stats().Drops })
-			n.leaf("r_starts", "# of normal consumer starts in the mp_ring for this queue", func() any { return r.Stats().Starts })
-			n.leaf("r_stalls", "# of consumer stalls in the mp_ring for this queue", func() any { return r.Stats().Stalls })
-			n.leaf("r_restarts", "# of consumer restarts in the mp_ring for this queue", func() any { return r.Stats().Restarts })
-			n.leaf("r_abdications", "# of consumer abdications in the mp_ring for this queue", func() any { return r.Stats().Abdications })
-		}
-		if q.drbr != nil {
-			d := q.drbr
-			for _, l := range []struct {
-				name, desc string
-				get        func(bufring.DRBRStats) uint64
-			}{
-				{"br_direct", "sent in the sender's own call", func(s bufring.DRBRStats) uint64 { return s.Direct }},
-				{"br_deferred", "deferred into the buf_ring", func(s bufring.DRBRStats) uint64 { return s.Deferred }},
-				{"br_drained", "deferred packets sent later", func(s bufring.DRBRStats) uint64 { return s.Drained }},
-				{"br_flushed", "deferred packets freed by stop", func(s bufring.DRBRStats) uint64 { return s.Flushed }},
-				{"br_returned", "packets of senders woken by stop", func(s bufring.DRBRStats) uint64 { return s.Returned }},
-				{"br_lock_waits", "senders that waited for the lock", func(s bufring.DRBRStats) uint64 { return s.LockWaits }},
-				{"br_full_waits", "senders that waited for buf_ring space", func(s bufring.DRBRStats) uint64 { return s.FullWaits }},
-				{"br_refused", "transmits refused for lack of descriptors", func(s bufring.DRBRStats) uint64 { return s.Refused }},
-				{"br_stalls", "times the queue stalled until descriptors came back", func(s bufring.DRBRStats) uint64 { return s.Stalls }},
-				{"br_doorbells", "doorbells rung, one per run of sends", func(s bufring.DRBRStats) uint64 { return s.Doorbells }},
-			} {
-				n.leaf(l.name, l.desc+" (goiflib drbr)", func() any { return l.get(d.Stats()) })
-			}
-			n.leaf("br_pending", "packets deferred in the buf_ring now (goiflib drbr)", func() any { return d.Pending() })
-			n.leaf("br_stalled", "the buf_ring head waits for descriptors (goiflib drbr)", func() any { return d.Stalled() })
-		}
+		q.path.sysctl(n)
 	}
 	for _, q := range c.rxqs {
 		n := ifl.child(fmt.Sprintf("rxq%0*d", width, q.id), "Queue Name")

@@ -57,7 +57,7 @@ func (q *txq) task() {
 	}
 	for c.wait(q.wake, poll) {
 		q.st.add(txTaskRuns, 1)
-		q.path.task(q)
+		q.path.task()
 		if c.running.Load() {
 			c.txIntrEnable(q.id)
 		}

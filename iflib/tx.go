@@ -1,13 +1,6 @@
 package iflib
 
-import (
-	"errors"
-
-	"github.com/goiflib/goiflib/bufring"
-	"github.com/goiflib/goiflib/busdma"
-	"github.com/goiflib/goiflib/mpring"
-	"github.com/goiflib/goiflib/prefetch"
-)
+import "github.com/goiflib/goiflib/busdma"
 
 // Transmit is if_transmit: iflib_if_transmit (mpring mode),
 // iflib_simple_transmit (simple mode) or the drbr transmit (simple_tx with
@@ -59,7 +52,7 @@ func (c *Context) Transmit(m *Packet) error {
 	if err := c.checkTx(m); err != nil {
 		return c.rejectTx(q, m, err)
 	}
-	return q.path.send(q, m)
+	return q.path.send(m)
 }
 
 // TransmitBatch is Transmit for a batch, as a forwarding path passes on the
@@ -140,7 +133,7 @@ func (c *Context) sendRun(q *txq, run []*Packet) (int, error) {
 	if down != nil {
 		return 0, c.dropRun(q, run, down)
 	}
-	return q.path.sendBatch(q, run)
+	return q.path.sendBatch(run)
 }
 
 // dropRun drops every packet of run with err.
@@ -273,10 +266,10 @@ func (c *Context) txMaxLen(m *Packet) int {
 // 0), else QIDX for a hashed packet when there are several queues, else
 // queue 0. simple and drbr modes (iflib_simple_select_queue): QIDX for a
 // hashed packet on several queues, else the last queue; the driver's
-// selector is not asked.
+// selector is not asked (setupTxSelect).
 func (c *Context) selectQueue(m *Packet) int {
 	n := len(c.txqs)
-	if c.txqSelect != nil && c.cfg.TxMode == TxModeMPRing {
+	if c.txqSelect != nil {
 		if q := c.txqSelect(m); q >= 0 && q < n {
 			return q
 		}
@@ -289,345 +282,81 @@ func (c *Context) selectQueue(m *Packet) int {
 	return c.unhashedQueue
 }
 
-// txPath is a transmit mode: what Transmit, TransmitBatch, the TX task
-// and Stop do for a queue. It is chosen once, at Register.
-type txPath interface {
-	send(q *txq, m *Packet) error
-	sendBatch(q *txq, ms []*Packet) (int, error)
-	task(q *txq)
+// setupTxSelect applies the mode's queue choice once the TX queues exist
+// (Register): a mode that does not ask the driver's selector forgets it,
+// and sends unhashed packets to the last queue.
+func (c *Context) setupTxSelect() {
+	if !pathFor(c.cfg.TxMode).driverSelect() {
+		c.txqSelect = nil
+		c.unhashedQueue = len(c.txqs) - 1
+	}
 }
 
-func pathFor(m TxMode) txPath {
+// A transmit mode (Config.TxMode) is a strategy in two parts: txMode, what
+// the mode is to the whole context, and txPath, one TX queue's software
+// side. The mode-independent parts stay outside: Transmit and
+// TransmitBatch screen and check each packet and admit the sender to its
+// queue (hold.go) before the path sees it; the descriptor ring (txq.go:
+// encap, the doorbell, reclaim, iflib_txsd_free) is shared by every mode,
+// and each mode only decides who its consumer is. Each mode lives in its
+// own file: tx_mpring.go, tx_simple.go, tx_drbr.go. A fourth mode is one
+// new file implementing both interfaces plus one case in pathFor (and its
+// exported TxMode constant in config.go).
+
+// txMode is a transmit mode to the whole context.
+type txMode interface {
+	// newPath builds queue q's side of the mode (iflib_queues_alloc's
+	// software ring allocation), at Register.
+	newPath(q *txq) (txPath, error)
+	// driverSelect reports whether the queue choice asks the driver's
+	// selector (ift_txq_select).
+	driverSelect() bool
+	// sysctl adds the mode's entries to the context's iflib node.
+	sysctl(ifl *Node, cfg *Config)
+}
+
+// txPath is one TX queue in its transmit mode. The queue's descriptor
+// ring belongs to the path's consumer (the txq invariants); every method
+// that touches it runs there.
+type txPath interface {
+	// send is if_transmit for one checked packet, from a sender inside
+	// the queue (q.enter): nil when sent or queued, else the packet was
+	// freed and counted (dropTx, or encap's own count).
+	send(m *Packet) error
+	// sendBatch is send for a run of checked packets bound for the queue;
+	// it returns how many were accepted and the first error.
+	sendBatch(ms []*Packet) (int, error)
+	// task is one run of the queue's TX task (_task_fn_tx): become the
+	// consumer, reclaim and ring what is pending, or arrange to look
+	// again soon; never wait for a sender.
+	task()
+	// start opens the mode to senders again (Init), before the queue's
+	// hold opens.
+	start()
+	// stop closes the mode (Stop), after the queue's hold closed: senders
+	// waiting inside the mode wake and fail with ErrNotRunning.
+	stop()
+	// purge frees what the software ring still holds, each counted as an
+	// oqdrop (the queue's teardown: no sender inside, the task stopped).
+	purge()
+	// backlog is the packets waiting in the software ring (TxBacklog, the
+	// watchdog's offered work). Safe at any time.
+	backlog() int
+	// restart restarts a software ring that stalled (the admin pass after
+	// the link came up, iflib_txq_check_drain); the pass then kicks the
+	// task.
+	restart()
+	// sysctl adds the mode's per-queue entries to the queue's node.
+	sysctl(n *Node)
+}
+
+// pathFor is the mode Config.TxMode names (validated at Register).
+func pathFor(m TxMode) txMode {
 	switch m {
 	case TxModeSimple:
-		return simplePath{}
+		return simpleMode{}
 	case TxModeDRBR:
-		return drbrPath{}
+		return drbrMode{}
 	}
-	return mpringPath{}
-}
-
-// mpringPath is iflib_if_transmit: the mp_ring, whose consumer (a producer
-// that finds it idle, or the TX task) runs txqDrain.
-type mpringPath struct{}
-
-func (mpringPath) send(q *txq, m *Packet) error {
-	abdicate := q.ctx.cfg.TxAbdicate
-	err := q.mpr.EnqueueOne(m, TxBatchSize, abdicate)
-	return q.enqueued(m, err, abdicate)
-}
-
-func (mpringPath) sendBatch(q *txq, ms []*Packet) (int, error) {
-	abdicate := q.ctx.cfg.TxAbdicate
-	if q.mpr.Enqueue(ms, TxBatchSize, abdicate) == nil {
-		if abdicate {
-			q.kick()
-		}
-		return len(ms), nil
-	}
-	// The run does not fit: fall back to one at a time, so that what fits
-	// goes in and the rest is dropped one by one (if_transmit's semantics).
-	sent := 0
-	var first error
-	for _, m := range ms {
-		if err := q.enqueued(m, q.mpr.EnqueueOne(m, TxBatchSize, abdicate), abdicate); err != nil {
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		sent++
-	}
-	return sent, first
-}
-
-// enqueued finishes an EnqueueOne: kick the task when abdicating or when
-// the ring is full (ifmp_ring_enqueue's ENOBUFS path), and drop on full.
-func (q *txq) enqueued(m *Packet, err error, abdicate bool) error {
-	if abdicate {
-		q.kick()
-	}
-	if err == nil {
-		return nil
-	}
-	if !abdicate {
-		q.kick()
-	}
-	q.mpr.CheckDrainage(TxBatchSize)
-	return q.ctx.dropTx(q, m, ErrNoBufs)
-}
-
-func (mpringPath) task(q *txq) {
-	// FreeBSD enqueues the txq as a sentinel only when a doorbell is
-	// pending (a racy read of consumer state); we always do, so the
-	// completion that woke us is reclaimed by whoever is the consumer. A
-	// full ring refuses the sentinel: then only check drainage.
-	// Each enqueue also restarts a stalled ring whatever the can_drain
-	// probe says (a producer becomes the consumer); sentinels are counted
-	// (q.sentinels) so that TxBacklog reports packets only.
-	abdicate := q.ctx.cfg.TxAbdicate
-	q.sentinels.Add(1)
-	err := q.mpr.EnqueueOne(q.sentinel, TxBatchSize, abdicate)
-	if err != nil {
-		q.sentinels.Add(-1)
-	}
-	if err != nil || abdicate {
-		q.mpr.CheckDrainage(TxBatchSize)
-	}
-}
-
-// simplePath is iflib_simple_transmit: encap under the queue lock, a
-// doorbell per call, opportunistic reclaim. A lack of descriptors drops.
-type simplePath struct{}
-
-func (simplePath) send(q *txq, m *Packet) error {
-	q.mu.Lock()
-	err := q.simpleEncap(m)
-	q.dbCheck(true)
-	q.completedReclaim()
-	q.publish()
-	q.mu.Unlock()
-	return err
-}
-
-func (simplePath) sendBatch(q *txq, ms []*Packet) (int, error) {
-	sent := 0
-	var first error
-	q.mu.Lock()
-	for _, m := range ms {
-		if err := q.simpleEncap(m); err != nil {
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		sent++
-	}
-	q.dbCheck(true)
-	q.completedReclaim()
-	q.publish()
-	q.mu.Unlock()
-	return sent, first
-}
-
-// simpleEncap is iflib_encap in simple mode: no descriptors drops.
-// Preconditions: q.mu held.
-func (q *txq) simpleEncap(m *Packet) error {
-	err := q.encap(&m)
-	if err == errNoDesc {
-		q.st.inc(txOQDrops, 1)
-		m.Free()
-	}
-	return err
-}
-
-func (simplePath) task(q *txq) {
-	// The task never waits for a sender (Stop waits for the task, and a
-	// sender may hold the lock past StopTimeout): the holder reclaims and
-	// rings before it unlocks; the task looks again shortly.
-	if !q.mu.TryLock() {
-		q.retrySoon()
-		return
-	}
-	q.completedReclaim()
-	q.dbCheck(true)
-	q.publish()
-	q.mu.Unlock()
-}
-
-// drbrPath is simple_tx with buf_ring deferral (bufring.DRBR). DRBR's lock
-// is ift_mtx here: xmit, the doorbell and the TX task's reclaim all run
-// under it, so a packet takes one lock at most.
-type drbrPath struct{}
-
-func (drbrPath) send(q *txq, m *Packet) error {
-	// DRBR.Transmit never drops for lack of room: it sends, defers, or
-	// waits for room. It fails when Stop closed the queue (the packet is
-	// still ours) or when xmit dropped the packet in this very call (freed
-	// and counted by encap), which is reported as simple mode reports it.
-	err := q.drbr.Transmit(m)
-	if err != nil && errors.Is(err, bufring.ErrClosed) {
-		return q.ctx.dropTx(q, m, ErrNotRunning)
-	}
-	return err
-}
-
-func (drbrPath) sendBatch(q *txq, ms []*Packet) (int, error) {
-	n, err := q.drbr.TransmitBurst(ms)
-	if err != nil && errors.Is(err, bufring.ErrClosed) {
-		for _, m := range ms[n:] {
-			q.ctx.dropTx(q, m, ErrNotRunning)
-		}
-		return n, ErrNotRunning
-	}
-	return n, err
-}
-
-func (drbrPath) task(q *txq) {
-	// As in simple mode, the task never waits for a sender holding the
-	// lock.
-	if !q.drbr.TryDo(func() {
-		q.completedReclaim()
-		q.dbCheck(true)
-		q.publish()
-	}) {
-		q.retrySoon()
-	}
-	// Descriptors may have come back: restart a stalled queue. Re-run only
-	// while the quota ran out with items left; a queue stalled again waits
-	// for the next completion interrupt or timer tick instead of spinning.
-	if _, more, _ := q.drbr.Restart(); more {
-		q.kick()
-	}
-}
-
-// drbrXmit is the DRBR transmit callback, called with the DRBR lock held:
-// opportunistic reclaim, then encap. It refuses (bufring.ErrRefused) while
-// a worst-case packet might not fit, or while the interface is not running
-// or the link is down; the packet then stays at the head of the buf_ring
-// and the queue is stalled until the TX task's Restart (or a sender's
-// can_drain probe). Because it encaps only with TXQ_AVAIL >= MAX_TX_DESC
-// (the mp_ring drain's guard), encap never runs out of descriptors here,
-// and a refused head costs no failed mapping. A packet encap dropped
-// (freed and counted) is reported with encap's error. The doorbell is
-// rung once per run, by drbrDoorbell.
-func (q *txq) drbrXmit(mp **Packet) error {
-	c := q.ctx
-	if !c.running.Load() || c.link.Load() != int32(LinkStateUp) {
-		q.st.inc(txDrainNotReady, 1)
-		q.publish() // a refusal stalls the queue: no doorbell hook will follow
-		return bufring.ErrRefused
-	}
-	if q.avail() < 2*q.maxTxDesc() {
-		q.completedReclaim()
-	}
-	if q.avail() < q.maxTxDesc() {
-		// The ring is nearly full: make what this run encapsulated visible
-		// to the device before stalling (iflib_txd_db_check rings when
-		// TXQ_AVAIL is low), or nothing would complete to restart it.
-		q.dbCheck(true)
-		q.st.inc(txDrainNoDesc, 1)
-		q.publish()
-		return bufring.ErrRefused
-	}
-	switch err := q.encap(mp); err {
-	case nil:
-		return nil
-	case errNoDesc:
-		return bufring.ErrRefused // *mp may be a replacement: it stays queued
-	default:
-		return err
-	}
-}
-
-// drbrDoorbell is DRBR's once-per-run hook: ring the doorbell for the run
-// (iflib_txd_db_check) and publish the counters.
-func (q *txq) drbrDoorbell() {
-	q.dbCheck(true)
-	q.publish()
-}
-
-// drain is iflib_txq_drain, the mp_ring consumer: reclaim, then encap up
-// to TX_BATCH_SIZE items while a worst-case packet fits, then the doorbell.
-// It returns how many items it consumed; 0 stalls the ring.
-func (q *txq) drain(r *mpring.Ring[*Packet], cidx, pidx int) int {
-	defer q.publish()
-	avail := r.IdxDiff(pidx, cidx)
-	if q.purging.Load() {
-		// IFC_QFLUSH / iflib_txq_drain_free: free all but sentinels.
-		for i := 0; i < avail; i++ {
-			s := r.Slot(r.IncrementIdx(cidx, i))
-			if m := *s; m == q.sentinel {
-				q.sentinels.Add(-1)
-			} else if m != nil {
-				q.st.inc(txOQDrops, 1)
-				m.Free()
-			}
-			*s = nil
-		}
-		return avail
-	}
-	c := q.ctx
-	if !c.running.Load() || c.link.Load() != int32(LinkStateUp) {
-		q.st.inc(txDrainNotReady, 1)
-		return 0 // txq_drain_notready
-	}
-	reclaimed := q.completedReclaim()
-	rang := q.dbCheck(reclaimed > 0 && q.dbPending > 0)
-
-	count := min(avail, TxBatchSize)
-	prefetchOn := c.cfg.Prefetch
-	consumed, encapped := 0, 0
-	var err error
-	for i := 0; i < count && q.avail() >= q.maxTxDesc(); i++ {
-		if !c.running.Load() {
-			break // FreeBSD re-checks IFF_DRV_RUNNING per packet
-		}
-		idx := r.IncrementIdx(cidx, i)
-		s := r.Slot(idx)
-		m := *s
-		if prefetchOn && i+1 < count {
-			// _ring_peek_one's look-ahead: the next item's packet header.
-			if n := *r.Slot(r.IncrementIdx(idx, 1)); n != nil {
-				prefetch.Ptr(n)
-			}
-		}
-		if m == q.sentinel {
-			q.sentinels.Add(-1)
-			consumed++
-			continue
-		}
-		err = q.encap(s) // encap writes a replacement chain back into the slot
-		if err == errNoDesc {
-			break
-		}
-		*s = nil
-		consumed++
-		encapped++
-		// iflib_txd_db_check per packet: rang says whether the last
-		// packet's check rang (FreeBSD overwrites it each time). At the
-		// lowest deferral tier (few descriptors in use) FreeBSD rings for
-		// every packet; here the pass rings once at its end instead (as
-		// Linux drivers do with xmit_more): a pass is at most
-		// TX_BATCH_SIZE packets encapsulated back to back, so the latency
-		// is the same and a doorbell that costs a register write (or, on
-		// AF_XDP, a system call) is paid once per pass.
-		if q.maxDBDeferred() > 0 || q.avail() <= q.maxTxDesc() {
-			rang = q.dbCheck(false)
-		} else {
-			rang = false
-		}
-	}
-	if consumed == 0 {
-		q.st.inc(txDrainNoDesc, 1)
-	}
-	ring := !rang && (c.cfg.MinTxLatency || (err != nil && err != errNoDesc) || c.cfg.TxReclaimThresh > 0)
-	// Also ring what is pending when the drain encapsulated nothing (a
-	// sentinel from the task or the timer: no completion may come to ring a
-	// deferred doorbell later; FreeBSD relies on the same laggard kick but
-	// never forces the doorbell there, so it can stay pending), and at the
-	// lowest tier (what the pass left, once).
-	q.dbCheck(ring || encapped == 0 || q.maxDBDeferred() == 0)
-	return consumed
-}
-
-// canDrain is iflib_txq_can_drain: descriptors free, or completions
-// pending.
-func (q *txq) canDrain(r *mpring.Ring[*Packet]) bool {
-	return q.purging.Load() || q.canRestart()
-}
-
-// canRestart is can_drain's probe, for mp_ring and for a stalled drbr
-// queue: safe beside the queue's consumer.
-func (q *txq) canRestart() bool {
-	// TXQ_AVAIL > MAX_TX_DESC, read from the consumer's published mirror
-	// of ift_in_use (FreeBSD reads the consumer's fields unlocked).
-	if q.size-q.pad-int(q.inUseA.Load()) > q.maxTxDesc() {
-		return true
-	}
-	// FreeBSD syncs the ring POSTREAD here; we do not, because this probe
-	// may run while another goroutine is the queue's consumer and a busdma
-	// map is used by one goroutine at a time. The TxRx contract makes the
-	// clear=false probe read only what is safe concurrently (registers).
-	return q.ctx.txrx.TxdCreditsUpdate(q.id, false) != 0
+	return mpringMode{}
 }

@@ -1,13 +1,10 @@
 package iflib
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/goiflib/goiflib/bufring"
 	"github.com/goiflib/goiflib/busdma"
-	"github.com/goiflib/goiflib/mpring"
 )
 
 // RingMem is struct iflib_dma_info: one descriptor ring's DMA memory as
@@ -35,10 +32,11 @@ const (
 // txq is struct iflib_txq.
 //
 // Invariants: the hardware-ring state below (pidx … segs) is touched only
-// by the queue's consumer: the mp_ring consumer (exclusive by the BUSY
-// flag), the holder of mu (simple mode), the holder of the DRBR's lock
-// (drbr mode: xmit, its doorbell hook, the TX task's Do), or Stop with
-// everything else stopped. ifsd_m[i] != nil exactly when slot i starts a
+// by the queue's consumer, which the transmit mode (path) decides: the
+// mp_ring consumer (exclusive by the BUSY flag), the holder of the queue
+// lock (simple mode), the holder of the DRBR's lock (drbr mode: xmit, its
+// doorbell hook, the TX task's Do), or the teardown with everything else
+// stopped. ifsd_m[i] != nil exactly when slot i starts a
 // packet whose map is loaded; the map is unloaded and the packet freed by
 // reclaim, or by the error paths of encap.
 type txq struct {
@@ -70,8 +68,6 @@ type txq struct {
 	// timer goroutine's (Init resets it with the timer stopped).
 	wd watchdogState
 
-	mu sync.Mutex // ift_mtx in simple mode (drbr mode uses the DRBR's lock)
-
 	// Hardware-ring state, consumer-owned (see the invariants).
 	pidx          int  // ift_pidx
 	cidx          int  // ift_cidx
@@ -94,15 +90,9 @@ type txq struct {
 	caches  [4]*ZoneCache
 	evictAt int
 
-	path txPath // the transmit mode, chosen at Register
-	mpr  *mpring.Ring[*Packet]
-	drbr *bufring.DRBR[*Packet]
-	// sentinel is the item the TX task enqueues to become the mp_ring's
-	// consumer (FreeBSD enqueues the txq pointer itself).
-	sentinel *Packet
-	purging  atomic.Bool // IFC_QFLUSH for this queue: the drain frees everything
-	// sentinels counts the TX task's sentinels in the mp_ring.
-	sentinels atomic.Int64
+	// path is the queue in its transmit mode (tx.go), built at Register:
+	// its software ring, and who the consumer is.
+	path txPath
 
 	wake  chan struct{} // GROUPTASK_ENQUEUE(&ift_task), buffered 1
 	retry *time.Timer   // the task's retry when the queue's lock was held (the task's)
@@ -396,24 +386,19 @@ func (q *txq) freeAll() {
 	q.publish()
 }
 
-// purge is iflib_ifmp_purge (mpring) or drbr_flush: free what is still
-// queued, counting each as an oqdrop (FreeBSD's iflib_txq_drain_free
-// counts nothing; see docs/freebsd.md).
-// Preconditions: no sender inside the queue and the TX task stopped (the
-// queue's teardown, hold.go).
-func (q *txq) purge() {
-	switch {
-	case q.mpr != nil:
-		q.purging.Store(true)
-		q.mpr.CheckDrainage(MPRingSize)
-		q.purging.Store(false)
-		if st := q.mpr.State(); q.mpr.IdxDiff(int(st.PidxHead), int(st.Cidx)) == 0 {
-			q.sentinels.Store(0) // an empty ring holds no sentinel
-		}
-	case q.drbr != nil:
-		n := q.drbr.Flush(func(m *Packet) { m.Free() })
-		q.st.add(txOQDrops, uint64(n))
+// canRestart is can_drain's probe, for a stalled software ring (the
+// mp_ring's can_drain, drbr's restart): safe beside the queue's consumer.
+func (q *txq) canRestart() bool {
+	// TXQ_AVAIL > MAX_TX_DESC, read from the consumer's published mirror
+	// of ift_in_use (FreeBSD reads the consumer's fields unlocked).
+	if q.size-q.pad-int(q.inUseA.Load()) > q.maxTxDesc() {
+		return true
 	}
+	// FreeBSD syncs the ring POSTREAD here; we do not, because this probe
+	// may run while another goroutine is the queue's consumer and a busdma
+	// map is used by one goroutine at a time. The TxRx contract makes the
+	// clear=false probe read only what is safe concurrently (registers).
+	return q.ctx.txrx.TxdCreditsUpdate(q.id, false) != 0
 }
 
 // taskRetry is how soon a TX task that found its queue's lock held looks
