@@ -212,6 +212,11 @@ func (q *txq) creditsUpdate() int {
 	}
 	q.processed += credits
 	q.cidxProcessed = (q.cidxProcessed + credits) & q.mask
+	// Publish the progress at once, not at the end of the pass: the
+	// watchdog's probe reads the device's unconsumed credits, so a
+	// consumer descheduled between this call and its publish would look
+	// like a device that completed nothing.
+	q.processedA.Store(uint64(q.processed))
 	return credits
 }
 
