@@ -16,6 +16,8 @@ import (
 //	   │   work; armed TxWatchdogPeriods periods ─▶ credits probe:
 //	   │      completions pending ─▶ lost interrupt: schedule the task
 //	   │      none ─▶ hung: IFC_DO_WATCHDOG|IFC_DO_RESET ─▶ admin
+//	   ├─ idle: no new descriptors for a period, nothing queued ─▶ the task's
+//	   │   next reclaim is forced and flushes the queue's zone caches
 //	   ├─ laggards: schedule every task (a deferred doorbell, a lost interrupt)
 //	   └─ isc_pause_frames = 0
 //	admin task (woken by the timer, RX errors, AdminIntr, deferred Stop/Detach)
@@ -239,7 +241,8 @@ func (c *Context) timerPeriod() bool {
 		if hung {
 			return true
 		}
-		q.kick() // laggards: a deferred doorbell, a lost interrupt
+		q.idleCheck()
+		q.kick() // laggards: a deferred doorbell, a lost interrupt; the idle reclaim
 	}
 	for _, q := range c.rxqs {
 		q.kick()
@@ -254,13 +257,40 @@ type watchdogState struct {
 	outstanding int64  // descriptors not reported done at the last period
 	noDesc      uint64 // no_desc_avail + txq_drain_nodesc at the last period
 	armed       int    // ift_wdog_armed: consecutive frozen periods since it armed
+	pidx        int64  // ift_pidx at the last period (idleCheck)
+	reclaimed   uint64 // packets reclaimed when idleCheck last asked for an idle reclaim
 }
 
 // resetWatchdog forgets the watchdog's history (iflib_stop's resets of
 // ift_processed_prev, ift_outstanding_prev and ift_wdog_armed).
 // Preconditions: the timer is not running.
 func (q *txq) resetWatchdog() {
-	q.wd = watchdogState{noDesc: q.st.load(txNoDescAvail) + q.st.load(txDrainNoDesc)}
+	q.idleReclaim.Store(false)
+	q.wd = watchdogState{noDesc: q.st.load(txNoDescAvail) + q.st.load(txDrainNoDesc),
+		pidx: q.pidxA.Load(), reclaimed: q.st.load(txReclaimed)}
+}
+
+// idleCheck is the timer's half of the idle reclaim. Reclaim keeps the
+// last TxNSegments descriptors' packets on the ring (DESC_RECLAIMABLE's
+// lag) and the queue's zone caches keep what it freed; under traffic the
+// next pass takes them, but a queue that went quiet would keep them for
+// ever, and a small zone starves its senders. A queue whose producer index
+// did not move for a whole period and whose software ring is empty is
+// marked (idleReclaim) while it still has descriptors in use or has
+// reclaimed packets since it was last marked (they may sit in its caches):
+// the consumer's next reclaim (completedReclaim) is forced and flushes the
+// caches. The timer never touches the consumer's state itself: the kick
+// that follows runs the queue's task, which becomes the consumer as its
+// mode does (the mp_ring sentinel, the queue lock, the DRBR's lock).
+// Preconditions: the timer goroutine (q.wd is its own).
+func (q *txq) idleCheck() {
+	w := &q.wd
+	pidx, reclaimed := q.pidxA.Load(), q.st.load(txReclaimed)
+	if pidx == w.pidx && (q.inUseA.Load() > 0 || reclaimed != w.reclaimed) && q.path.backlog() == 0 {
+		w.reclaimed = reclaimed
+		q.idleReclaim.Store(true)
+	}
+	w.pidx = pidx
 }
 
 // watchdog is the newer iflib_timer's hung-queue check for q, read from

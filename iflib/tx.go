@@ -327,8 +327,9 @@ type txPath interface {
 	// it returns how many were accepted and the first error.
 	sendBatch(ms []*Packet) (int, error)
 	// task is one run of the queue's TX task (_task_fn_tx): become the
-	// consumer, reclaim and ring what is pending, or arrange to look
-	// again soon; never wait for a sender.
+	// consumer, reclaim (completedReclaim, which carries the timer's idle
+	// reclaim) and ring what is pending, or arrange to look again soon;
+	// never wait for a sender.
 	task()
 	// start opens the mode to senders again (Init), before the queue's
 	// hold opens.

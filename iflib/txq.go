@@ -93,6 +93,11 @@ type txq struct {
 	// path is the queue in its transmit mode (tx.go), built at Register:
 	// its software ring, and who the consumer is.
 	path txPath
+	// idleReclaim is the timer's request that the consumer's next reclaim
+	// take everything the device reported done, without the nsegments lag,
+	// and return the queue's cached packets to their zones (the queue went
+	// idle: idleCheck). Set by the timer, cleared by the consumer.
+	idleReclaim atomic.Bool
 
 	wake  chan struct{} // GROUPTASK_ENQUEUE(&ift_task), buffered 1
 	retry *time.Timer   // the task's retry when the queue's lock was held (the task's)
@@ -332,8 +337,21 @@ func (q *txq) unloadSlot(i int) {
 	q.sdM[i], q.sdFl[i], q.sdN[i] = nil, 0, 0
 }
 
-// completedReclaim is iflib_completed_tx_reclaim.
-func (q *txq) completedReclaim() int { return q.reclaim(q.reclaimable(false)) }
+// completedReclaim is iflib_completed_tx_reclaim, run by the queue's
+// consumer in every mode. When the timer found the queue idle
+// (idleReclaim) it is iflib_completed_tx_reclaim_force instead, and the
+// queue's zone caches are flushed: at idle no packet the device reported
+// done stays on the ring for lack of later traffic (goiflib; FreeBSD
+// leaves the lag until the next transmit, docs/freebsd.md).
+// Preconditions: the caller is the queue's consumer.
+func (q *txq) completedReclaim() int {
+	if q.idleReclaim.Load() && q.idleReclaim.Swap(false) {
+		n := q.reclaimForce()
+		q.flushCaches()
+		return n
+	}
+	return q.reclaim(q.reclaimable(false))
+}
 
 // reclaimForce is iflib_completed_tx_reclaim_force.
 func (q *txq) reclaimForce() int { return q.reclaim(q.reclaimable(true)) }
