@@ -15,8 +15,9 @@ import (
 
 // Parameters shared by every variant, from sys/net/iflib.c.
 const (
-	// ringSize = 2048: iflib_queues_alloc's ifmp_ring_alloc size; also
-	// bufring.DefaultDRBRSize (simple_txbr_size's default is not stated).
+	// ringSize = 2048: iflib_queues_alloc's ifmp_ring_alloc size, given to
+	// every variant's ring (drbr's too, whose own default,
+	// bufring.DefaultDRBRSize, is 256) so that they buffer the same amount.
 	ringSize = 2048
 	// txBatchSize = 32 (TX_BATCH_SIZE): the enqueue/check_drainage budget
 	// and the most items iflib_txq_drain takes per call.
