@@ -1,8 +1,7 @@
 package mpring
 
 import (
-	"runtime"
-
+	"github.com/goiflib/goiflib/internal/shm"
 	"github.com/goiflib/goiflib/internal/wait"
 )
 
@@ -79,7 +78,7 @@ func (r *Ring[T]) reserve(n int) (start, stop int, ok bool) {
 	// outcome FreeBSD allows: a producer may always be delayed before its
 	// reservation.
 	for backoff := 0; backoff < wait.Yields && os.pidxHead() != os.pidxTail(); backoff++ {
-		runtime.Gosched()
+		shm.Yield()
 		os = word(r.state.Load())
 	}
 	for {
@@ -106,7 +105,7 @@ func (r *Ring[T]) reserve(n int) (start, stop int, ok bool) {
 
 // waitTurn is step 2 of ifmp_ring_enqueue: wait until every earlier
 // reservation has been published (pidx_tail == start). Bounded spins on an
-// atomic load, then runtime.Gosched, since the producer being waited for may
+// atomic load, then shm.Yield (runtime.Gosched), since the producer being waited for may
 // have been preempted (see the package doc).
 func (r *Ring[T]) waitTurn(start int) {
 	var b wait.Backoff

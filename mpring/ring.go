@@ -1,9 +1,9 @@
 package mpring
 
 import (
-	"sync/atomic"
-
 	"golang.org/x/sys/cpu"
+
+	"github.com/goiflib/goiflib/internal/shm"
 )
 
 // Size limits: every index is a uint16, so size ≤ 65536, and the usable
@@ -73,7 +73,7 @@ type Ring[T any] struct {
 	// state is union ring_state (volatile uint64_t state, cache-aligned in
 	// FreeBSD). Written only by CompareAndSwap, by producers and by the
 	// consumer; read by everyone with Load.
-	state atomic.Uint64
+	state shm.Uint64
 
 	_ cpu.CacheLinePad // prevents false sharing between state and the read-mostly fields
 
@@ -92,17 +92,17 @@ type Ring[T any] struct {
 
 	// Producer-side counters (counter_u64_t in FreeBSD, which are per-CPU;
 	// here one shared atomic each, written by every producer).
-	enqueues atomic.Uint64 // enqueues: items accepted
-	drops    atomic.Uint64 // drops: items refused with ErrFull
+	enqueues shm.Uint64 // enqueues: items accepted
+	drops    shm.Uint64 // drops: items refused with ErrFull
 
 	_ cpu.CacheLinePad // prevents false sharing between producer and consumer counters
 
 	// Consumer-side counters, written only by the current consumer (and by
 	// ResetStats).
-	starts      atomic.Uint64 // starts: consumer started on an IDLE ring
-	stalls      atomic.Uint64 // stalls: drain returned 0
-	restarts    atomic.Uint64 // restarts: "recovered after stalling"
-	abdications atomic.Uint64 // abdications: consumer left work to another thread
+	starts      shm.Uint64 // starts: consumer started on an IDLE ring
+	stalls      shm.Uint64 // stalls: drain returned 0
+	restarts    shm.Uint64 // restarts: "recovered after stalling"
+	abdications shm.Uint64 // abdications: consumer left work to another thread
 }
 
 // New is ifmp_ring_alloc: a ring of size slots (usable capacity size−2)

@@ -1,6 +1,6 @@
 package wait
 
-import "runtime"
+import "github.com/goiflib/goiflib/internal/shm"
 
 // Spins is how many times a waiter re-checks its condition before it starts
 // yielding: 4, sync.Mutex's active_spin. A running peer's publication (a
@@ -41,7 +41,7 @@ func (b *Backoff) Pause() {
 		b.n++
 		return
 	}
-	runtime.Gosched()
+	shm.Yield()
 }
 
 // Next is for waits that may park: it returns true to re-check at once
@@ -53,7 +53,7 @@ func (b *Backoff) Next() bool {
 	case b.n <= Spins:
 		return true
 	case b.n <= Spins+Yields:
-		runtime.Gosched()
+		shm.Yield()
 		return true
 	}
 	return false

@@ -1,0 +1,26 @@
+package shm
+
+// Parker parks one goroutine: a semaphore holding at most one token. Unpark
+// leaves the token (a second Unpark before a Park is absorbed) and Park takes
+// it, blocking until there is one; the pair never loses a wake-up in either
+// order. It is a channel of capacity 1, as internal/wait's waiters use.
+// Under goiflib_vsched, while a simulation runs, both are scheduling points
+// and Park blocks in the virtual scheduler. Make one with NewParker.
+type Parker struct{ ch chan struct{} }
+
+// NewParker returns a Parker without a token.
+func NewParker() *Parker { return &Parker{ch: make(chan struct{}, 1)} }
+
+// Park takes the token, blocking until Unpark leaves one.
+func (p *Parker) Park() { park(p) }
+
+// Unpark leaves the token, waking a goroutine blocked in Park.
+func (p *Parker) Unpark() { unpark(p) }
+
+// give leaves the token unless one is there already.
+func (p *Parker) give() {
+	select {
+	case p.ch <- struct{}{}:
+	default:
+	}
+}
