@@ -1,9 +1,6 @@
 package vsched
 
 // Costs are the cost model's parameters, in nanoseconds of virtual time.
-// Presets: ThisMachine (measured here by this package's benchmarks) and
-// Turin (published figures for a 96-core AMD EPYC Zen 5); each field's
-// source is in the preset's comment and in docs/seeds.md, "Virtual CPUs".
 type Costs struct {
 	Name string
 
