@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 )
 
@@ -47,9 +50,7 @@ func (l *frameLog) get() [][]byte {
 func newDevHarness(t *testing.T, cfg Config) *devHarness {
 	t.Helper()
 	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 8 << 20, ContigSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if cfg.NTxd == 0 {
 		cfg.NTxd = 64
 	}
@@ -57,26 +58,19 @@ func newDevHarness(t *testing.T, cfg Config) *devHarness {
 		cfg.NRxd = 64
 	}
 	n, err := New(space, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h := &devHarness{t: t, space: space, nic: n, wire: &frameLog{}}
 	n.SetPeer(h.wire)
 	ring := func(ndesc int) *busdma.DMAMem {
 		tg, err := busdma.NewTag(n.bus.Tag(), busdma.TagConfig{Alignment: 128, MaxSize: ndesc * DescSize, NSegments: 1, MaxSegSize: ndesc * DescSize})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		m, err := tg.AllocMem()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return m
 	}
 	h.txMem, h.rxMem = ring(n.cfg.NTxd), ring(n.cfg.NRxd)
-	if h.tag, err = busdma.NewTag(n.bus.Tag(), busdma.TagConfig{Alignment: 1, MaxSize: 65536, NSegments: 1, MaxSegSize: 65536}); err != nil {
-		t.Fatal(err)
-	}
+	h.tag, err = busdma.NewTag(n.bus.Tag(), busdma.TagConfig{Alignment: 1, MaxSize: 65536, NSegments: 1, MaxSegSize: 65536})
+	require.NoError(t, err)
 	n.program([]busdma.BusAddr{h.txMem.Paddr}, []busdma.BusAddr{h.rxMem.Paddr}, n.cfg.NTxd, n.cfg.NRxd, n.cfg.RxBufSize)
 	n.start(func(intrCause, int) {})
 	t.Cleanup(func() {
@@ -88,9 +82,7 @@ func newDevHarness(t *testing.T, cfg Config) *devHarness {
 		}
 		_ = h.txMem.Free()
 		_ = h.rxMem.Free()
-		if err := n.bus.Close(); err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, n.bus.Close())
 	})
 	return h
 }
@@ -99,18 +91,13 @@ func newDevHarness(t *testing.T, cfg Config) *devHarness {
 func (h *devHarness) buf(data []byte) busdma.BusAddr {
 	h.t.Helper()
 	mem, err := h.space.Alloc(len(data), 64)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	require.NoError(h.t, err)
 	copy(mem, data)
 	m, err := h.tag.CreateMap()
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	require.NoError(h.t, err)
 	segs, err := m.Load(mem, nil)
-	if err != nil || len(segs) != 1 {
-		h.t.Fatalf("load: %v (%d segments)", err, len(segs))
-	}
+	require.NoError(h.t, err, "load: %v (%d segments)", err, len(segs))
+	require.Len(h.t, segs, 1, "load: %v (%d segments)", err, len(segs))
 	m.Sync(busdma.PreWrite)
 	h.maps = append(h.maps, m)
 	return segs[0].Addr
@@ -171,24 +158,18 @@ func TestDeviceDropsWholeFrameNeverTruncates(t *testing.T) {
 	h.post(txDesc{addr: uint64(h.buf(good2)), length: 1500, cmd: TxCmdEOP | TxCmdRS})
 	h.drained()
 	got := h.wire.get()
-	if len(got) != 2 || !bytes.Equal(got[0], good1) || !bytes.Equal(got[1], good2) {
-		lens := []int{}
-		for _, f := range got {
-			lens = append(lens, len(f))
-		}
-		t.Fatalf("wire got frames of lengths %v, want exactly the two good frames (1000, 1500)", lens)
-	}
+	require.Len(t, got, 2, "wire got frames of lengths %v, want exactly the two good frames (1000, 1500)", frameLens(got))
+	require.Equal(t, good1, got[0])
+	require.Equal(t, good2, got[1])
 	st := h.nic.Stats()
-	if st.TxFrames != 2 || st.TxTooLong != 1 || st.TxDMAFaults != 1 {
-		t.Fatalf("stats %+v: want 2 sent, 1 too long, 1 DMA fault", st)
-	}
+	require.Equal(t, uint64(2), st.TxFrames, "stats %+v: want 2 sent, 1 too long, 1 DMA fault", st)
+	require.Equal(t, uint64(1), st.TxTooLong, "stats %+v: want 2 sent, 1 too long, 1 DMA fault", st)
+	require.Equal(t, uint64(1), st.TxDMAFaults, "stats %+v: want 2 sent, 1 too long, 1 DMA fault", st)
 	// Every RS descriptor was written back: the driver can reclaim the
 	// dropped frames' buffers.
 	h.txMem.Sync(busdma.PostRead)
 	for _, i := range []int{0, 4, 6, 7} {
-		if h.txMem.Vaddr[i*DescSize+12]&TxStatDD == 0 {
-			t.Errorf("descriptor %d not written back", i)
-		}
+		assert.NotZero(t, h.txMem.Vaddr[i*DescSize+12]&TxStatDD, "descriptor %d not written back", i)
 	}
 }
 
@@ -197,9 +178,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
 		time.Sleep(50 * time.Microsecond)
 	}
 }
@@ -214,19 +193,16 @@ func TestDeviceLinkLossStopsDMA(t *testing.T) {
 		h.post(txDesc{addr: uint64(h.buf(pattern(200, byte(i)))), length: 200, cmd: TxCmdEOP | TxCmdRS})
 	}
 	time.Sleep(20 * time.Millisecond)
-	if tdh := h.nic.txq[0].tdh.Load(); tdh != 0 || len(h.wire.get()) != 0 {
-		t.Fatalf("link down: the device consumed up to %d and sent %d frames", tdh, len(h.wire.get()))
-	}
-	if h.nic.Receive(pattern(100, 9)) {
-		t.Fatal("a frame was accepted at the wire with the link down")
-	}
+	tdh := h.nic.txq[0].tdh.Load()
+	require.False(t, tdh != 0 || len(h.wire.get()) != 0, "link down: the device consumed up to %d and sent %d frames", tdh, len(h.wire.get()))
+	require.False(t, h.nic.Receive(pattern(100, 9)), "a frame was accepted at the wire with the link down")
 	h.nic.SetLink(true)
 	h.drained()
 	waitUntil(t, "three frames", func() bool { return len(h.wire.get()) == 3 })
 	st := h.nic.Stats()
-	if st.RxLinkDown != 1 || st.LinkChanges != 2 || !h.nic.lsc.Load() {
-		t.Fatalf("stats %+v, LSC latched %v: want 1 wire drop, 2 link changes, LSC latched", st, h.nic.lsc.Load())
-	}
+	require.Equal(t, uint64(1), st.RxLinkDown, "stats %+v, LSC latched %v: want 1 wire drop, 2 link changes, LSC latched", st, h.nic.lsc.Load())
+	require.Equal(t, uint64(2), st.LinkChanges, "stats %+v, LSC latched %v: want 1 wire drop, 2 link changes, LSC latched", st, h.nic.lsc.Load())
+	require.True(t, h.nic.lsc.Load(), "stats %+v, LSC latched %v: want 1 wire drop, 2 link changes, LSC latched", st, h.nic.lsc.Load())
 }
 
 // Batched, late write-back (WTHRESH and the delay timer): processed
@@ -245,31 +221,23 @@ func TestDeviceWriteBackBatchedAndLate(t *testing.T) {
 		h.post(desc(i))
 	}
 	h.drained()
-	if len(h.wire.get()) != 3 {
-		t.Fatalf("%d frames on the wire, want 3 (sending does not wait for the write-back)", len(h.wire.get()))
-	}
-	if dd(0) || h.nic.txq[0].wb.Load() != 0 {
-		t.Fatal("descriptors written back before the batch filled or the delay passed")
-	}
+	require.Len(t, h.wire.get(), 3, "%d frames on the wire, want 3 (sending does not wait for the write-back)", len(h.wire.get()))
+	require.False(t, dd(0), "descriptors written back before the batch filled or the delay passed")
+	require.Zero(t, h.nic.txq[0].wb.Load(), "descriptors written back before the batch filled or the delay passed")
 	for i := 3; i < 8; i++ {
 		h.post(desc(i))
 	}
 	waitUntil(t, "the batch of 8 written back", func() bool { return h.nic.txq[0].wb.Load() == 8 })
 	for i := 0; i < 8; i++ {
-		if !dd(i) {
-			t.Fatalf("descriptor %d of the batch not written back", i)
-		}
+		require.True(t, dd(i), "descriptor %d of the batch not written back", i)
 	}
 	h.post(desc(8))
 	h.drained()
 	start := time.Now()
 	waitUntil(t, "the late write-back", func() bool { return h.nic.txq[0].wb.Load() == 9 })
-	if el := time.Since(start); el < 100*time.Millisecond {
-		t.Fatalf("a lone descriptor was written back after %v, before its delay", el)
-	}
-	if !dd(8) {
-		t.Fatal("descriptor 8 not written back after the delay")
-	}
+	el := time.Since(start)
+	require.GreaterOrEqual(t, el, 100*time.Millisecond, "a lone descriptor was written back after %v, before its delay", el)
+	require.True(t, dd(8), "descriptor 8 not written back after the delay")
 }
 
 // Head write-back mode writes the head index after the ring and no DD
@@ -292,13 +260,10 @@ func TestDeviceHeadWriteBack(t *testing.T) {
 	h.drained()
 	waitUntil(t, "the head write-back", func() bool { return h.nic.txq[0].wb.Load() == 5 })
 	h.txMem.Sync(busdma.PostRead)
-	if got := binary.LittleEndian.Uint32(h.txMem.Vaddr[62*DescSize:]); got != 5 {
-		t.Fatalf("head written back as %d, want 5", got)
-	}
+	got := binary.LittleEndian.Uint32(h.txMem.Vaddr[62*DescSize:])
+	require.Equal(t, uint32(5), got, "head written back as %d, want 5", got)
 	for i := 0; i < 5; i++ {
-		if h.txMem.Vaddr[i*DescSize+12] != 0 {
-			t.Fatalf("descriptor %d has a status byte in head write-back mode", i)
-		}
+		require.Zero(t, h.txMem.Vaddr[i*DescSize+12], "descriptor %d has a status byte in head write-back mode", i)
 	}
 }
 
@@ -331,26 +296,18 @@ func TestScheduleReproducible(t *testing.T) {
 		return m
 	}
 	a, b, c := key(run(0x5eed, false)), key(run(0x5eed, true)), key(run(0x5eee, false))
-	if len(a) < 50 {
-		t.Fatalf("only %d faults in 200000 events", len(a))
-	}
+	require.GreaterOrEqual(t, len(a), 50, "only %d faults in 200000 events", len(a))
 	for f := range a {
-		if !b[f] {
-			t.Fatalf("fault %s of seed 0x5eed not fired when the streams interleave differently", f)
-		}
+		require.True(t, b[f], "fault %s of seed 0x5eed not fired when the streams interleave differently", f)
 	}
-	if len(a) != len(b) {
-		t.Fatalf("%d vs %d faults for one seed", len(a), len(b))
-	}
+	require.Len(t, a, len(b), "%d vs %d faults for one seed", len(a), len(b))
 	same := 0
 	for f := range a {
 		if c[f] {
 			same++
 		}
 	}
-	if same > len(a)/4 {
-		t.Fatalf("seeds 0x5eed and 0x5eee share %d of %d faults", same, len(a))
-	}
+	require.LessOrEqual(t, same, len(a)/4, "seeds 0x5eed and 0x5eee share %d of %d faults", same, len(a))
 }
 
 // An offload context the device cannot carry out (a TSO PAYLEN that does
@@ -384,9 +341,8 @@ func TestDeviceBadContextDropsWhole(t *testing.T) {
 	}
 	h.drained()
 	time.Sleep(5 * time.Millisecond)
-	if st := h.nic.Stats(); st.TxBadContext != uint64(len(bad)) || st.TxFrames != 0 || len(h.wire.get()) != 0 {
-		t.Fatalf("stats %+v, %d frames on the wire: want %d bad contexts, nothing sent", st, len(h.wire.get()), len(bad))
-	}
+	st := h.nic.Stats()
+	require.False(t, st.TxBadContext != uint64(len(bad)) || st.TxFrames != 0 || len(h.wire.get()) != 0, "stats %+v, %d frames on the wire: want %d bad contexts, nothing sent", st, len(h.wire.get()), len(bad))
 }
 
 // On transmit the max frame register counts the FCS and the tag a
@@ -397,9 +353,7 @@ func TestDeviceBadContextDropsWhole(t *testing.T) {
 // tag lost.
 func TestTxMaxFrameRegisterAndVME(t *testing.T) {
 	h := newDevHarness(t, Config{})
-	if err := h.nic.SetMaxFrame(1518); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, h.nic.SetMaxFrame(1518))
 	h.nic.SetVLANMode(true)
 	ok1, long, tagged := pattern(1514, 1), pattern(1515, 2), pattern(1514, 3)
 	h.post(txDesc{addr: uint64(h.buf(ok1)), length: 1514, cmd: TxCmdEOP | TxCmdRS})
@@ -410,14 +364,20 @@ func TestTxMaxFrameRegisterAndVME(t *testing.T) {
 	h.post(txDesc{addr: uint64(h.buf(pattern(100, 4))), length: 100, cmd: TxCmdEOP | TxCmdRS | TxCmdVLE, vlan: 9})
 	h.drained()
 	got := h.wire.get()
-	if len(got) != 2 || !bytes.Equal(got[0], ok1) || len(got[1]) != 1518 || got[1][12] != 0x81 || got[1][15] != 9 {
-		lens := []int{}
-		for _, f := range got {
-			lens = append(lens, len(f))
-		}
-		t.Fatalf("wire got frames of lengths %v, want 1514 and 1518 (tagged)", lens)
+	require.Len(t, got, 2, "wire got frames of lengths %v, want 1514 and 1518 (tagged)", frameLens(got))
+	require.Equal(t, ok1, got[0])
+	require.Len(t, got[1], 1518, "the tagged frame")
+	require.Equal(t, byte(0x81), got[1][12], "TPID 0x8100")
+	require.Equal(t, byte(9), got[1][15], "VLAN 9")
+	st := h.nic.Stats()
+	require.False(t, st.TxTooLong != 1 || st.TxBadContext != 1 || st.TxPackets != 2 || st.TxProcessed != 4, "stats %+v: want 2 sent, 1 too long, 1 bad context", st)
+}
+
+// frameLens lists the frames' lengths (for failure messages).
+func frameLens(frames [][]byte) []int {
+	lens := make([]int, len(frames))
+	for i, f := range frames {
+		lens[i] = len(f)
 	}
-	if st := h.nic.Stats(); st.TxTooLong != 1 || st.TxBadContext != 1 || st.TxPackets != 2 || st.TxProcessed != 4 {
-		t.Fatalf("stats %+v: want 2 sent, 1 too long, 1 bad context", st)
-	}
+	return lens
 }

@@ -1,10 +1,11 @@
 package simnic_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
@@ -45,9 +46,7 @@ func runTx(t *testing.T, r *simnictest.Rig, rec *simnictest.Recorder, flows, per
 	l := newTxLedger(r, rec, flows, size, nseg)
 	l.send(t, 0, perFlow, nil)
 	settle(t, "TX to drain", l.settled, l.progress, l.describe)
-	if err := r.Ctx.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Ctx.Stop())
 	return l.check(t)
 }
 
@@ -68,28 +67,20 @@ func TestLinkLossAndRecovery(t *testing.T) {
 			waitFor(t, "iflib to see the link down", func() bool { return r.Ctx.LinkState() == iflib.LinkStateDown })
 			// The timer's poll may see it first; the interrupt comes too.
 			waitFor(t, "the link interrupt", func() bool { return r.NIC.Stats().LinkIntrs >= 1 })
-			if err := l.transmit(t, 0, 50, nil); !errors.Is(err, iflib.ErrLinkDown) {
-				t.Fatalf("Transmit with the link down: %v, want ErrLinkDown", err)
-			}
-			if r.NIC.Receive(l.spec(0, 50).Build(nil)) {
-				t.Fatal("the wire accepted a frame with the link down")
-			}
+			err := l.transmit(t, 0, 50, nil)
+			require.ErrorIs(t, err, iflib.ErrLinkDown, "Transmit with the link down: %v, want ErrLinkDown", err)
+			require.False(t, r.NIC.Receive(l.spec(0, 50).Build(nil)), "the wire accepted a frame with the link down")
 			processed := r.NIC.Stats().TxProcessed
 			time.Sleep(20 * time.Millisecond)
-			if r.NIC.Stats().TxProcessed != processed {
-				t.Fatal("the device processed TX descriptors with the link down")
-			}
+			require.Equal(t, processed, r.NIC.Stats().TxProcessed, "the device processed TX descriptors with the link down")
 
 			r.NIC.SetLink(true)
 			waitFor(t, "iflib to see the link up", func() bool { return r.Ctx.LinkState() == iflib.LinkStateUp })
 			l.send(t, 50, 100, nil)
 			settle(t, "the frames after recovery", l.settled, l.progress, l.describe)
-			if st := r.NIC.Stats(); st.RxLinkDown != 1 || st.LinkChanges != 2 || st.LinkIntrs < 2 {
-				t.Fatalf("device stats %+v", st)
-			}
-			if err := r.Ctx.Stop(); err != nil {
-				t.Fatal(err)
-			}
+			st := r.NIC.Stats()
+			require.False(t, st.RxLinkDown != 1 || st.LinkChanges != 2 || st.LinkIntrs < 2, "device stats %+v", st)
+			require.NoError(t, r.Ctx.Stop())
 			l.check(t)
 		})
 	}
@@ -112,13 +103,9 @@ func TestLinkFlapsScheduled(t *testing.T) {
 			close(stop)
 			<-done
 			settle(t, "TX to drain", func() bool { return r.NIC.LinkUp() && l.settled() }, l.progress)
-			if err := r.Ctx.Stop(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Ctx.Stop())
 			tt := l.check(t)
-			if tt.arrived == 0 {
-				t.Fatalf("nothing sent: %v", tt)
-			}
+			require.NotZero(t, tt.arrived, "nothing sent: %v", tt)
 		})
 	}
 }
@@ -142,12 +129,9 @@ func TestTxCompletionModes(t *testing.T) {
 					nc := simnic.Config{NTxd: 64, NRxd: 64, TxSegs: 5, TxCompletion: tc, WBThresh: wb.thresh, WBDelay: wb.delay, LineRate: 3e9}
 					r, rec := faultRig(t, nc, iflib.Config{TxMode: mode}, nil, nil)
 					tt := runTx(t, r, rec, 2, 80, cycleSizes(60, 1514, 300, 2500, 127, 4000), 5)
-					if tt.resets == 0 && tt.arrived != tt.accepted {
-						t.Fatalf("frames lost without a reset: %v", tt)
-					}
-					if st := r.NIC.Stats(); wb.thresh > 0 && st.TxWriteBacks >= st.TxProcessed {
-						t.Fatalf("%d write-backs for %d packets: not batched", st.TxWriteBacks, st.TxProcessed)
-					}
+					require.False(t, tt.resets == 0 && tt.arrived != tt.accepted, "frames lost without a reset: %v", tt)
+					st := r.NIC.Stats()
+					require.False(t, wb.thresh > 0 && st.TxWriteBacks >= st.TxProcessed, "%d write-backs for %d packets: not batched", st.TxWriteBacks, st.TxProcessed)
 				})
 			}
 		}
@@ -170,12 +154,9 @@ func TestStopWhileLinkDownIsBounded(t *testing.T) {
 			r.NIC.SetLink(false)
 			time.Sleep(10 * time.Millisecond)
 			start := time.Now()
-			if err := r.Ctx.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			if el := time.Since(start); el > 3*time.Second {
-				t.Fatalf("Stop took %v with the link down", el)
-			}
+			require.NoError(t, r.Ctx.Stop())
+			el := time.Since(start)
+			require.LessOrEqual(t, el, 3*time.Second, "Stop took %v with the link down", el)
 			close(stop)
 			<-done
 			l.check(t)
@@ -200,20 +181,19 @@ func TestTxHangAndLostWriteBackRecover(t *testing.T) {
 				st := r.NIC.Stats()
 				if faults := st.TxHangs + st.LostWriteBacks; faults == 0 {
 					t.Logf("no %s fired in %d descriptors (seed)", kind, st.TxProcessed)
-				} else if r.Ctx.WatchdogEvents() == 0 || r.Driver.Stats().WatchdogResets == 0 || r.Ctx.Resets() == 0 {
-					t.Fatalf("%d faults, %d watchdog events, %d IFDI_WATCHDOG_RESET, %d resets", faults, r.Ctx.WatchdogEvents(), r.Driver.Stats().WatchdogResets, r.Ctx.Resets())
+				} else {
+					msg := fmt.Sprintf("%d faults, %d watchdog events, %d IFDI_WATCHDOG_RESET, %d resets", faults, r.Ctx.WatchdogEvents(), r.Driver.Stats().WatchdogResets, r.Ctx.Resets())
+					require.NotZero(t, r.Ctx.WatchdogEvents(), msg)
+					require.NotZero(t, r.Driver.Stats().WatchdogResets, msg)
+					require.NotZero(t, r.Ctx.Resets(), msg)
 				}
 				// Traffic resumes: a second burst arrives whole unless the
 				// schedule fires again meanwhile.
 				fired, arrived, accepted := len(r.NIC.Schedule().Fired()), rec.Len(), l.nacc
 				l.send(t, int(next), int(next)+20, nil)
 				settleRetransmitting(t, "the second burst", l, next+20, r.Ctx.Config().TimerInterval)
-				if len(r.NIC.Schedule().Fired()) == fired && uint64(rec.Len()-arrived) != l.nacc-accepted {
-					t.Fatalf("after recovery %d of %d frames arrived: %s", rec.Len()-arrived, l.nacc-accepted, l.describe())
-				}
-				if err := r.Ctx.Stop(); err != nil {
-					t.Fatal(err)
-				}
+				require.False(t, len(r.NIC.Schedule().Fired()) == fired && uint64(rec.Len()-arrived) != l.nacc-accepted, "after recovery %d of %d frames arrived: %s", rec.Len()-arrived, l.nacc-accepted, l.describe())
+				require.NoError(t, r.Ctx.Stop())
 				l.check(t)
 			})
 		}
@@ -269,28 +249,18 @@ func TestInterruptFaultsRecover(t *testing.T) {
 			r, rec := faultRig(t, simnic.Config{NTxd: 128, NRxd: 128, FIFO: 128}, iflib.Config{TxMode: mode},
 				map[simnic.FaultKind]uint64{simnic.FaultLostIntr: 2, simnic.FaultSpuriousIntr: 2}, rl.input)
 			gen := rl.generator(1500, true)
-			if err := r.Env.Start(gen, r.NIC); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Env.Start(gen, r.NIC))
 			l := newTxLedger(r, rec, 2, cycleSizes(60, 1000), 1)
 			l.send(t, 0, 400, nil)
-			if err := gen.Wait(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, gen.Wait())
 			settle(t, "both directions to drain", func() bool { return rl.settled(r, gen) && l.settled() },
 				func() uint64 { return rl.progress(r) + l.progress() })
-			if err := r.Ctx.Stop(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Ctx.Stop())
 			l.check(t)
 			rt := rl.check(t, r, gen)
 			st := r.NIC.Stats()
-			if st.LostIntrs+st.SpuriousIntrs == 0 {
-				t.Fatalf("no interrupt fault fired: %+v\n%s", st, l.describe())
-			}
-			if r.Ctx.Resets() == 0 && rt.delivered != 1500 {
-				t.Fatalf("frames lost without a reset: %v", rt)
-			}
+			require.NotZero(t, st.LostIntrs+st.SpuriousIntrs, "no interrupt fault fired: %+v\n%s", st, l.describe())
+			require.False(t, r.Ctx.Resets() == 0 && rt.delivered != 1500, "frames lost without a reset: %v", rt)
 		})
 	}
 }
@@ -307,33 +277,24 @@ func TestRxFrameErrors(t *testing.T) {
 			r, _ := faultRig(t, simnic.Config{NTxd: 64, NRxd: 128, FIFO: 128, RxErrors: style}, iflib.Config{},
 				map[simnic.FaultKind]uint64{simnic.FaultRxCRC: 80, simnic.FaultRxSymbol: 150, simnic.FaultRxLength: 150, simnic.FaultRxDMA: 150}, rl.input)
 			gen := rl.generator(3000, true)
-			if err := r.Env.Start(gen, r.NIC); err != nil {
-				t.Fatal(err)
-			}
-			if err := gen.Wait(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Env.Start(gen, r.NIC))
+			require.NoError(t, gen.Wait())
 			settle(t, "RX to drain", func() bool { return rl.settled(r, gen) }, func() uint64 { return rl.progress(r) }, func() string {
 				st, _ := r.Ctx.RxQueueStats(0)
 				return fmt.Sprintf("gen %d/%d dev %+v\nrxq %+v", gen.Sent(), gen.Refused(), r.NIC.Stats(), st)
 			})
-			if err := r.Ctx.Stop(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Ctx.Stop())
 			rt := rl.check(t, r, gen)
 			bad := rt.dev.RxErrors + rt.dev.RxDMAFaults
-			if bad == 0 {
-				t.Fatalf("no frame error fired: %v", rt)
-			}
+			require.NotZero(t, bad, "no frame error fired: %v", rt)
 			switch style {
 			case simnic.RxErrorsReset:
-				if r.Ctx.Resets() == 0 || rt.ierrors == 0 {
-					t.Fatalf("%d bad frames, %d resets: %v", bad, r.Ctx.Resets(), rt)
-				}
+				require.NotZero(t, r.Ctx.Resets(), "%d bad frames, %d resets: %v", bad, r.Ctx.Resets(), rt)
+				require.NotZero(t, rt.ierrors, "%d bad frames, %d resets: %v", bad, r.Ctx.Resets(), rt)
 			case simnic.RxErrorsDiscard:
-				if r.Ctx.Resets() != 0 || rt.discards != bad || rt.ierrors != bad {
-					t.Fatalf("%d bad frames, %d resets: %v", bad, r.Ctx.Resets(), rt)
-				}
+				require.Zero(t, r.Ctx.Resets(), "%d bad frames, %d resets: %v", bad, r.Ctx.Resets(), rt)
+				require.Equal(t, bad, rt.discards, "%d bad frames, %d resets: %v", bad, r.Ctx.Resets(), rt)
+				require.Equal(t, bad, rt.ierrors, "%d bad frames, %d resets: %v", bad, r.Ctx.Resets(), rt)
 			}
 		})
 	}
@@ -348,22 +309,14 @@ func TestSlowDMA(t *testing.T) {
 	r, rec := faultRig(t, simnic.Config{NTxd: 128, NRxd: 128, DMALatency: 20 * time.Microsecond},
 		iflib.Config{TimerInterval: 20 * time.Millisecond, TxWatchdogPeriods: 10}, nil, rl.input)
 	gen := rl.generator(300, true)
-	if err := r.Env.Start(gen, r.NIC); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Env.Start(gen, r.NIC))
 	l := newTxLedger(r, rec, 2, cycleSizes(60, 1514), 2)
 	l.send(t, 0, 150, nil)
-	if err := gen.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, gen.Wait())
 	settle(t, "both directions", func() bool { return rl.settled(r, gen) && l.settled() }, func() uint64 { return rl.progress(r) + l.progress() })
-	if err := r.Ctx.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Ctx.Stop())
 	tt, rt := l.check(t), rl.check(t, r, gen)
-	if r.Ctx.Resets() == 0 && (tt.arrived != 300 || rt.delivered != 300) {
-		t.Fatalf("no reset, yet frames lost: %v; %v", tt, rt)
-	}
+	require.False(t, r.Ctx.Resets() == 0 && (tt.arrived != 300 || rt.delivered != 300), "no reset, yet frames lost: %v; %v", tt, rt)
 }
 
 // A frame the driver fails on (em's EBADMSG) is one error. iflib leaves
@@ -375,16 +328,11 @@ func TestRxErrorCountedOnce(t *testing.T) {
 	r, _ := faultRig(t, simnic.Config{NTxd: 64, NRxd: 128, FIFO: 128}, iflib.Config{TimerInterval: time.Millisecond},
 		map[simnic.FaultKind]uint64{simnic.FaultRxCRC: 40}, rl.input)
 	gen := rl.generator(2000, true)
-	if err := r.Env.Start(gen, r.NIC); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Env.Start(gen, r.NIC))
 	settle(t, "RX to drain", func() bool { return rl.settled(r, gen) }, func() uint64 { return rl.progress(r) })
-	if err := r.Ctx.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if rt := rl.check(t, r, gen); rt.recounted != 0 {
-		t.Fatalf("%d bad frames counted twice: %v", rt.recounted, rt)
-	}
+	require.NoError(t, r.Ctx.Stop())
+	rt := rl.check(t, r, gen)
+	require.Zero(t, rt.recounted, "%d bad frames counted twice: %v", rt.recounted, rt)
 }
 
 // An idle TX queue whose last packets asked for no completion report
@@ -399,9 +347,7 @@ func TestIdleQueueNoWatchdogReset(t *testing.T) {
 			l := newTxLedger(r, rec, 1, cycleSizes(100), 1)
 			l.send(t, 0, 7, nil)
 			time.Sleep(100 * time.Millisecond) // 20 timer periods
-			if r.Ctx.WatchdogEvents() != 0 {
-				t.Fatalf("%d watchdog resets of an idle queue: %s", r.Ctx.WatchdogEvents(), l.describe())
-			}
+			require.Zero(t, r.Ctx.WatchdogEvents(), "%d watchdog resets of an idle queue: %s", r.Ctx.WatchdogEvents(), l.describe())
 		})
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
@@ -74,9 +76,7 @@ func TestFuzzNICInput(t *testing.T) {
 		t.Skip("SIMNIC_FUZZ_INPUT not set")
 	}
 	in, err := hex.DecodeString(strings.TrimSpace(h))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	runNICModel(t, in)
 	t.Log(fmt.Sprint("replayed ", len(in), " bytes"))
 }
@@ -417,7 +417,7 @@ func (m *nicModel) logf(format string, args ...any) {
 // fail reports a broken invariant with the operation log and the input.
 func (m *nicModel) fail(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("%s\noperations:\n  %s\ninput (SIMNIC_FUZZ_INPUT): %s", fmt.Sprintf(format, args...),
+	require.FailNowf(m.t, fmt.Sprintf(format, args...), "operations:\n  %s\ninput (SIMNIC_FUZZ_INPUT): %s",
 		strings.Join(m.log, "\n  "), hex.EncodeToString(m.in))
 }
 
@@ -532,9 +532,7 @@ func fuzzSpace(t *testing.T, iommu bool) busdma.Space {
 	} else {
 		s, err = busdma.NewSimSpace(sim)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return s
 }
 

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
@@ -115,10 +118,9 @@ func (l *txLedger) packet(t testing.TB, data []byte, salt int) *iflib.Packet {
 		if err == nil {
 			return m
 		}
-		if !errors.Is(err, iflib.ErrNoPackets) {
-			// On a sender goroutine: fail the test, and let Transmit
-			// refuse the nil packet (ErrNilPacket, recorded).
-			t.Errorf("TX zone: %v", err)
+		// On a sender goroutine: fail the test, and let Transmit
+		// refuse the nil packet (ErrNilPacket, recorded).
+		if !assert.ErrorIs(t, err, iflib.ErrNoPackets, "TX zone: %v", err) {
 			return nil
 		}
 		runtime.Gosched()
@@ -199,47 +201,31 @@ func (l *txLedger) check(t testing.TB) txTotals {
 	}
 	for i, f := range frames {
 		p, err := simnictest.Parse(f)
-		if err != nil || !p.Stamped || int(p.Flow) >= l.flows {
-			t.Fatalf("wire frame %d (%d bytes) is not one the test sent: %v", i, len(f), err)
-		}
-		if int64(p.Seq) <= last[p.Flow] {
-			t.Fatalf("flow %d: frame %d arrived after frame %d (duplicate or out of order)", p.Flow, p.Seq, last[p.Flow])
-		}
+		require.NoError(t, err, "wire frame %d (%d bytes) is not one the test sent", i, len(f))
+		require.True(t, p.Stamped, "wire frame %d (%d bytes) is not one the test sent: %v", i, len(f), err)
+		require.Less(t, int(p.Flow), l.flows, "wire frame %d (%d bytes) is not one the test sent: %v", i, len(f), err)
+		require.Greater(t, int64(p.Seq), last[p.Flow], "flow %d: frame %d arrived after frame %d (duplicate or out of order)", p.Flow, p.Seq, last[p.Flow])
 		last[p.Flow] = int64(p.Seq)
-		if int(p.Seq) >= len(l.accepted[p.Flow]) || !l.accepted[p.Flow][p.Seq] {
-			t.Fatalf("flow %d: frame %d arrived but Transmit did not accept it", p.Flow, p.Seq)
-		}
-		if !l.spec(p.Flow, p.Seq).Matches(f) {
-			t.Fatalf("flow %d: frame %d arrived corrupted (%d bytes)", p.Flow, p.Seq, len(f))
-		}
+		require.Less(t, int(p.Seq), len(l.accepted[p.Flow]), "flow %d: frame %d arrived but Transmit did not accept it", p.Flow, p.Seq)
+		require.True(t, l.accepted[p.Flow][p.Seq], "flow %d: frame %d arrived but Transmit did not accept it", p.Flow, p.Seq)
+		require.True(t, l.spec(p.Flow, p.Seq).Matches(f), "flow %d: frame %d arrived corrupted (%d bytes)", p.Flow, p.Seq, len(f))
 	}
 	tt := txTotals{errs: l.errs, resets: l.r.Ctx.Resets(), accepted: l.nacc, returnedErrs: l.nerrs, arrived: uint64(len(frames)), drv: l.r.Driver.Stats(), dev: l.r.NIC.Stats()}
 	for q := 0; q < l.r.Ctx.NumTxQueues(); q++ {
 		st, err := l.r.Ctx.TxQueueStats(q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tt.oerrors += st.OErrors
 		tt.oqdrops += st.OQDrops
 		tt.stopDiscards += st.StopDiscards
 	}
 	postAccept := tt.oerrors + tt.oqdrops - tt.returnedErrs
 	devDrops := tt.dev.TxTooLong + tt.dev.TxDMAFaults + tt.dev.TxBadContext
-	switch {
-	case tt.oerrors+tt.oqdrops < tt.returnedErrs:
-		t.Fatalf("iflib counted fewer drops than it returned errors: %v", tt)
-	case tt.accepted != tt.drv.TxEncapped+postAccept:
-		t.Fatalf("accepted ≠ encapped + dropped after acceptance: %v", tt)
-	case tt.drv.TxEncapped != tt.dev.TxProcessed+tt.drv.TxAbandoned:
-		t.Fatalf("encapped ≠ processed by the device + abandoned at stops: %v", tt)
-	case tt.drv.TxAbandoned > tt.stopDiscards:
-		t.Fatalf("%d packets abandoned on the ring at stops, only %d counted in stop_discards: %v",
-			tt.drv.TxAbandoned, tt.stopDiscards, tt)
-	case tt.dev.TxProcessed != tt.dev.TxPackets+devDrops:
-		t.Fatalf("device: processed ≠ sent + dropped: %v", tt)
-	case tt.dev.TxPackets != tt.arrived:
-		t.Fatalf("device sent %d packets, %d on the wire: %v", tt.dev.TxPackets, tt.arrived, tt)
-	}
+	require.GreaterOrEqual(t, tt.oerrors+tt.oqdrops, tt.returnedErrs, "iflib counted fewer drops than it returned errors: %v", tt)
+	require.Equal(t, tt.drv.TxEncapped+postAccept, tt.accepted, "accepted ≠ encapped + dropped after acceptance: %v", tt)
+	require.Equal(t, tt.dev.TxProcessed+tt.drv.TxAbandoned, tt.drv.TxEncapped, "encapped ≠ processed by the device + abandoned at stops: %v", tt)
+	require.LessOrEqual(t, tt.drv.TxAbandoned, tt.stopDiscards, "%d packets abandoned on the ring at stops, only %d counted in stop_discards: %v", tt.drv.TxAbandoned, tt.stopDiscards, tt)
+	require.Equal(t, tt.dev.TxPackets+devDrops, tt.dev.TxProcessed, "device: processed ≠ sent + dropped: %v", tt)
+	require.Equal(t, tt.arrived, tt.dev.TxPackets, "device sent %d packets, %d on the wire: %v", tt.dev.TxPackets, tt.arrived, tt)
 	return tt
 }
 
@@ -361,15 +347,11 @@ func (l *rxLedger) check(t testing.TB, r *simnictest.Rig, gen *simnic.Generator)
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.bad != nil {
-		t.Fatal(l.bad)
-	}
+	require.NoError(t, l.bad)
 	rt := rxTotals{sent: gen.Sent(), delivered: l.delivered, dev: r.NIC.Stats()}
 	for q := 0; q < r.Ctx.NumRxQueues(); q++ {
 		st, err := r.Ctx.RxQueueStats(q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		rt.ipackets += st.IPackets
 		rt.ierrors += st.IErrors
 		rt.discards += st.Discards
@@ -387,20 +369,13 @@ func (l *rxLedger) check(t testing.TB, r *simnictest.Rig, gen *simnic.Generator)
 	// counted by the MAC (a lossless generator retries a frame the FIFO or
 	// a link loss refused, so those counts may exceed its refusals).
 	wire := rt.dev.RxLinkDown + rt.dev.RxFilteredAddr + rt.dev.RxFilteredVLAN + rt.dev.RxTooLong - rt.dev.RxNoRoom + rt.dev.RxMissed - rt.dev.RxFlushed
-	switch {
-	case !l.lossless && gen.Refused() != wire, l.lossless && gen.Refused() > wire:
-		t.Fatalf("device: the generator had %d frames refused, the MAC counted %d (link down %d, filtered %d+%d, too long %d, FIFO full %d): %v",
-			gen.Refused(), wire, rt.dev.RxLinkDown, rt.dev.RxFilteredAddr, rt.dev.RxFilteredVLAN, rt.dev.RxTooLong-rt.dev.RxNoRoom, rt.dev.RxMissed-rt.dev.RxFlushed, rt)
-	case rt.sent != written+rt.dev.RxNoRoom+rt.dev.RxFlushed:
-		t.Fatalf("device: accepted ≠ written + dropped: %v", rt)
-	case counted < written || (r.NIC.Config().RxErrors == simnic.RxErrorsDiscard && counted != written):
-		t.Fatalf("written ≠ ipackets + ierrors + rx_stop_discards: %v", rt)
-	case rt.recounted > bad:
-		t.Fatalf("iflib counted %d frames more than the device wrote, with only %d bad frames returned (%d resets): %v",
-			rt.recounted, bad, resets, rt)
-	case rt.ipackets != rt.delivered+rt.filtered+rt.iqdrops:
-		t.Fatalf("ipackets ≠ delivered + filtered + iqdrops: %v", rt)
-	}
+	require.False(t, !l.lossless && gen.Refused() != wire, "device: the generator had %d frames refused, the MAC counted %d (link down %d, filtered %d+%d, too long %d, FIFO full %d): %v", gen.Refused(), wire, rt.dev.RxLinkDown, rt.dev.RxFilteredAddr, rt.dev.RxFilteredVLAN, rt.dev.RxTooLong-rt.dev.RxNoRoom, rt.dev.RxMissed-rt.dev.RxFlushed, rt)
+	require.False(t, l.lossless && gen.Refused() > wire, "device: the generator had %d frames refused, the MAC counted %d (link down %d, filtered %d+%d, too long %d, FIFO full %d): %v", gen.Refused(), wire, rt.dev.RxLinkDown, rt.dev.RxFilteredAddr, rt.dev.RxFilteredVLAN, rt.dev.RxTooLong-rt.dev.RxNoRoom, rt.dev.RxMissed-rt.dev.RxFlushed, rt)
+	require.Equal(t, written+rt.dev.RxNoRoom+rt.dev.RxFlushed, rt.sent, "device: accepted ≠ written + dropped: %v", rt)
+	require.GreaterOrEqual(t, counted, written, "written ≠ ipackets + ierrors + rx_stop_discards: %v", rt)
+	require.False(t, r.NIC.Config().RxErrors == simnic.RxErrorsDiscard && counted != written, "written ≠ ipackets + ierrors + rx_stop_discards: %v", rt)
+	require.LessOrEqual(t, rt.recounted, bad, "iflib counted %d frames more than the device wrote, with only %d bad frames returned (%d resets): %v", rt.recounted, bad, resets, rt)
+	require.Equal(t, rt.delivered+rt.filtered+rt.iqdrops, rt.ipackets, "ipackets ≠ delivered + filtered + iqdrops: %v", rt)
 	return rt
 }
 

@@ -7,20 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Issue 11 item 26: an impossible Config is a *ConfigError, never a panic.
 func TestNewRejectsBadConfig(t *testing.T) {
 	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for name, cfg := range map[string]simnic.Config{
 		"MaxFrame -1":       {MaxFrame: -1},
 		"MaxFrame 30":       {MaxFrame: 30},
@@ -47,17 +46,12 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	} {
 		n, err := simnic.New(space, cfg)
 		var ce *simnic.ConfigError
-		if !errors.Is(err, simnic.ErrConfig) || !errors.As(err, &ce) || n != nil {
-			t.Errorf("%s: New = %v, %v; want a *ConfigError", name, n, err)
-		}
+		assert.False(t, !errors.Is(err, simnic.ErrConfig) || !errors.As(err, &ce) || n != nil, "%s: New = %v, %v; want a *ConfigError", name, n, err)
 	}
-	if _, err := simnic.New(nil, simnic.Config{}); !errors.Is(err, simnic.ErrConfig) {
-		t.Errorf("nil space: %v, want ErrConfig", err)
-	}
+	_, err = simnic.New(nil, simnic.Config{})
+	assert.ErrorIs(t, err, simnic.ErrConfig, "nil space: %v, want ErrConfig", err)
 	// Sizes iflib refuses (not a power of two) are the device's to accept.
-	if n, err := simnic.New(space, simnic.Config{NTxd: 1000, NRxd: 100}); err != nil {
-		t.Errorf("NTxd 1000: %v", err)
-	} else {
+	if n, err := simnic.New(space, simnic.Config{NTxd: 1000, NRxd: 100}); assert.NoError(t, err, "NTxd 1000") {
 		_ = n.Bus().Close()
 	}
 }
@@ -72,44 +66,29 @@ func TestGeneratorLifecycleErrors(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		select {
 		case err := <-done:
-			if !errors.Is(err, simnic.ErrGenNotStarted) {
-				t.Errorf("Stop/Wait before Start: %v, want ErrGenNotStarted", err)
-			}
+			assert.ErrorIs(t, err, simnic.ErrGenNotStarted, "Stop/Wait before Start: %v, want ErrGenNotStarted", err)
 		case <-time.After(5 * time.Second):
-			t.Fatal("Stop or Wait before Start hangs")
+			require.FailNow(t, "Stop or Wait before Start hangs")
 		}
 	}
 	sink := &simnic.Sink{}
-	if err := g.Start(sink); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Start(sink); !errors.Is(err, simnic.ErrGenStarted) {
-		t.Errorf("second Start: %v, want ErrGenStarted", err)
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Stop(); err != nil {
-		t.Errorf("Stop after the end: %v", err)
-	}
-	if err := g.Stop(); err != nil {
-		t.Errorf("second Stop: %v", err)
-	}
-	if sink.Frames() != 10 || g.Sent() != 10 {
-		t.Errorf("sent %d, sink %d; want 10", g.Sent(), sink.Frames())
-	}
+	require.NoError(t, g.Start(sink))
+	err := g.Start(sink)
+	assert.ErrorIs(t, err, simnic.ErrGenStarted, "second Start: %v, want ErrGenStarted", err)
+	require.NoError(t, g.Wait())
+	assert.NoError(t, g.Stop(), "Stop after the end")
+	assert.NoError(t, g.Stop(), "second Stop")
+	assert.False(t, sink.Frames() != 10 || g.Sent() != 10, "sent %d, sink %d; want 10", g.Sent(), sink.Frames())
 	for name, bad := range map[string]*simnic.Generator{
 		"nil Next": {},
 		"NaN rate": {Next: g.Next, Rate: math.NaN()},
 		"neg rate": {Next: g.Next, Rate: -1},
 	} {
-		if err := bad.Start(sink); !errors.Is(err, simnic.ErrGenConfig) {
-			t.Errorf("%s: %v, want ErrGenConfig", name, err)
-		}
+		err := bad.Start(sink)
+		assert.ErrorIs(t, err, simnic.ErrGenConfig, "%s: %v, want ErrGenConfig", name, err)
 	}
-	if err := (&simnic.Generator{Next: g.Next}).Start(nil); !errors.Is(err, simnic.ErrGenConfig) {
-		t.Errorf("nil endpoint: %v, want ErrGenConfig", err)
-	}
+	err = (&simnic.Generator{Next: g.Next}).Start(nil)
+	assert.ErrorIs(t, err, simnic.ErrGenConfig, "nil endpoint: %v, want ErrGenConfig", err)
 }
 
 // Issue 11 item 26: a NIC is bound to one driver; a second Attach is
@@ -117,30 +96,17 @@ func TestGeneratorLifecycleErrors(t *testing.T) {
 func TestAttachTwiceIsBusy(t *testing.T) {
 	env := simnictest.NewEnv(t, simnictest.EnvOptions{})
 	n, err := env.NewNIC(simnic.Config{NTxd: 256, NRxd: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cfg := iflib.Config{RxZoneSize: 600}
 	d, err := env.Attach(n, iflib.Attachment{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Context().Init(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Attach(n, iflib.Attachment{Config: cfg}); !errors.Is(err, simnic.ErrBusy) {
-		t.Fatalf("second Attach: %v, want ErrBusy", err)
-	}
-	if err := d.Context().Detach(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, d.Context().Init())
+	_, err = env.Attach(n, iflib.Attachment{Config: cfg})
+	require.ErrorIs(t, err, simnic.ErrBusy, "second Attach: %v, want ErrBusy", err)
+	require.NoError(t, d.Context().Detach())
 	d2, err := env.Attach(n, iflib.Attachment{Config: cfg})
-	if err != nil {
-		t.Fatalf("Attach after Detach: %v", err)
-	}
-	if err := d2.Context().Init(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "Attach after Detach")
+	require.NoError(t, d2.Context().Init())
 }
 
 // Issue 11 item 25: a 30000-byte frame without TSO is refused at Transmit
@@ -152,25 +118,19 @@ func TestOversizeFrameRefused(t *testing.T) {
 			big := make([]byte, 30000)
 			fillFrame(big, 0, 1)
 			err := r.Ctx.Transmit(r.Packet(big, 15))
-			if err == nil {
-				t.Fatal("a 30000-byte frame without TSO was accepted")
-			}
+			require.Error(t, err, "a 30000-byte frame without TSO was accepted")
 			small := make([]byte, 100)
 			fillFrame(small, 0, 2)
-			if err := r.Ctx.Transmit(r.Packet(small, 1)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Ctx.Transmit(r.Packet(small, 1)))
 			waitFor(t, "the small frame", func() bool { return rec.Len() >= 1 })
 			time.Sleep(5 * time.Millisecond)
-			if got := rec.Frames(); len(got) != 1 || len(got[0]) != 100 {
-				t.Fatalf("wire got %d frames (first %d bytes), want only the 100-byte one", len(got), len(got[0]))
-			}
-			if oe := r.Ctx.Counter(iflib.IfCounterOErrors); oe != 1 {
-				t.Fatalf("oerrors %d, want 1", oe)
-			}
-			if st := r.NIC.Stats(); st.TxFrames != 1 || st.TxTooLong != 0 {
-				t.Fatalf("device stats %+v", st)
-			}
+			got := rec.Frames()
+			require.Len(t, got, 1, "wire got %d frames, want only the 100-byte one", len(got))
+			require.Len(t, got[0], 100, "wire got a %d-byte frame, want only the 100-byte one", len(got[0]))
+			oe := r.Ctx.Counter(iflib.IfCounterOErrors)
+			require.Equal(t, uint64(1), oe, "oerrors %d, want 1", oe)
+			st := r.NIC.Stats()
+			require.False(t, st.TxFrames != 1 || st.TxTooLong != 0, "device stats %+v", st)
 		})
 	}
 }
@@ -203,13 +163,10 @@ func (w *wrapDriver) AttachPre(ic *iflib.Context, sc *iflib.SoftcCtx) error {
 func TestAttachWith(t *testing.T) {
 	env := simnictest.NewEnv(t, simnictest.EnvOptions{})
 	n, err := env.NewNIC(simnic.Config{NTxd: 256, NRxd: 256, Queues: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var ce *simnic.ConfigError
-	if _, err := env.AttachWith(n, iflib.Attachment{}, func(*simnic.Driver, *iflib.SharedCtx) iflib.Device { return nil }); !errors.As(err, &ce) {
-		t.Fatalf("a nil wrapper: %v, want a *ConfigError", err)
-	}
+	_, err = env.AttachWith(n, iflib.Attachment{}, func(*simnic.Driver, *iflib.SharedCtx) iflib.Device { return nil })
+	require.True(t, errors.As(err, &ce), "a nil wrapper: %v, want a *ConfigError", err)
 	var w *wrapDriver
 	var got atomic.Uint64
 	input := func(_ *iflib.Context, _ int, pkts []*iflib.Packet) {
@@ -223,18 +180,11 @@ func TestAttachWith(t *testing.T) {
 			w = &wrapDriver{Driver: d, qsets: 1}
 			return w
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.initErr == nil {
-		t.Fatal("Init before the rings were allocated succeeded")
-	}
-	if nq := d.Context().NumTxQueues(); nq != 1 {
-		t.Fatalf("%d TX queues, want 1", nq)
-	}
-	if err := d.Context().Init(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.Error(t, w.initErr, "Init before the rings were allocated succeeded")
+	nq := d.Context().NumTxQueues()
+	require.Equal(t, 1, nq, "%d TX queues, want 1", nq)
+	require.NoError(t, d.Context().Init())
 	const frames = 64
 	for i := 0; i < frames; i++ {
 		f := simnictest.FrameSpec{Flow: uint32(i), Seq: uint32(i), Len: 100}.Build(nil)

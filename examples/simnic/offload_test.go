@@ -2,14 +2,14 @@ package simnic_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
-	"github.com/stretchr/testify/require"
 )
 
 // offloadRig is a rig on a NIC with Config.Offload and a recording wire.
@@ -33,9 +33,7 @@ func transmitAll(t *testing.T, r *simnictest.Rig, pkts func(i int) *iflib.Packet
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, iflib.ErrNoBufs) {
-				t.Fatalf("packet %d: %v", i, err)
-			}
+			require.ErrorIs(t, err, iflib.ErrNoBufs, "packet %d: %v", i, err)
 		}
 	}
 }
@@ -75,12 +73,8 @@ func TestTxChecksumOffload(t *testing.T) {
 				if err == nil && p.Stamped {
 					err = simnictest.VerifyCsum(f, p)
 				}
-				if err != nil {
-					t.Fatalf("frame %d: %v", i, err)
-				}
-				if !spec(int(p.Seq)).Matches(f) {
-					t.Fatalf("frame %d differs from its software-checksummed twin", i)
-				}
+				require.NoError(t, err, "frame %d", i)
+				require.True(t, spec(int(p.Seq)).Matches(f), "frame %d differs from its software-checksummed twin", i)
 			}
 		})
 	}
@@ -94,12 +88,10 @@ func TestTxOffloadRefusedWithoutSupport(t *testing.T) {
 	s := simnictest.FrameSpec{Len: 200, Proto: simnictest.ProtoTCP, Seed: true}
 	m := r.Packet(s.Build(nil), 1)
 	m.Hdr.CsumFlags = iflib.CsumIP | iflib.CsumIPTCP
-	if err := r.Ctx.Transmit(m); err == nil {
-		t.Fatal("an offload the driver does not advertise was accepted")
-	}
-	if rec.Len() != 0 || r.Ctx.Counter(iflib.IfCounterOErrors) != 1 {
-		t.Fatalf("%d frames on the wire, oerrors %d", rec.Len(), r.Ctx.Counter(iflib.IfCounterOErrors))
-	}
+	err := r.Ctx.Transmit(m)
+	require.Error(t, err, "an offload the driver does not advertise was accepted")
+	require.Zero(t, rec.Len(), "%d frames on the wire, oerrors %d", rec.Len(), r.Ctx.Counter(iflib.IfCounterOErrors))
+	require.Equal(t, uint64(1), r.Ctx.Counter(iflib.IfCounterOErrors), "%d frames on the wire, oerrors %d", rec.Len(), r.Ctx.Counter(iflib.IfCounterOErrors))
 }
 
 // TSO end to end: a TCP packet of up to 64 KB with CSUM_IP_TSO and an MSS
@@ -136,16 +128,11 @@ func TestTSO(t *testing.T) {
 				nseg := (tc.payload + tc.mss - 1) / tc.mss
 				waitFor(t, fmt.Sprintf("case %d: %d segments", ci, nseg), func() bool { return rec.Len() >= base+nseg })
 				segs := rec.Frames()[base:]
-				if len(segs) != nseg {
-					t.Fatalf("case %d: %d segments, want %d", ci, len(segs), nseg)
-				}
-				if err := checkTSO(orig, segs, tc.mss); err != nil {
-					t.Fatalf("case %d (payload %d, mss %d, vlan %d): %v", ci, tc.payload, tc.mss, s.VLAN, err)
-				}
+				require.Len(t, segs, nseg, "case %d: %d segments, want %d", ci, len(segs), nseg)
+				require.NoError(t, checkTSO(orig, segs, tc.mss), "case %d (payload %d, mss %d, vlan %d)", ci, tc.payload, tc.mss, s.VLAN)
 			}
-			if st := r.NIC.Stats(); st.TxTSO != uint64(len(cases)) || st.TxBadContext != 0 {
-				t.Fatalf("device stats %+v", st)
-			}
+			st := r.NIC.Stats()
+			require.False(t, st.TxTSO != uint64(len(cases)) || st.TxBadContext != 0, "device stats %+v", st)
 		})
 	}
 }
@@ -231,13 +218,11 @@ func TestVLANInsertion(t *testing.T) {
 			waitFor(t, "every frame", func() bool { return rec.Len() == n })
 			for _, f := range rec.Frames() {
 				p, err := simnictest.Parse(f)
-				if err != nil || !p.HasVLAN || p.VLAN != uint16(100+p.Seq) {
-					t.Fatalf("frame %d: tag %v/%d, err %v", p.Seq, p.HasVLAN, p.VLAN, err)
-				}
+				require.NoError(t, err, "frame %d: tag %v/%d, err", p.Seq, p.HasVLAN, p.VLAN)
+				require.True(t, p.HasVLAN, "frame %d: tag %v/%d, err %v", p.Seq, p.HasVLAN, p.VLAN, err)
+				require.Equal(t, uint16(100+p.Seq), p.VLAN, "frame %d: tag %v/%d, err %v", p.Seq, p.HasVLAN, p.VLAN, err)
 				want := simnictest.FrameSpec{Seq: p.Seq, Len: []int{60, 200, 1514, 5000}[p.Seq%4], VLAN: uint16(100 + p.Seq)}
-				if !want.Matches(f) {
-					t.Fatalf("frame %d differs from the tagged original", p.Seq)
-				}
+				require.True(t, want.Matches(f), "frame %d differs from the tagged original", p.Seq)
 			}
 		})
 	}
@@ -318,14 +303,13 @@ func TestRxChecksumAndVLANStrip(t *testing.T) {
 				if !offload {
 					w = want{}
 				}
-				if !bytes.Equal(g.data, data) || g.csum != w.csum || g.vflag != (w.vlan != 0) || g.vlan != w.vlan {
-					t.Fatalf("frame %d: got csum %#x vlan %v/%d (%d bytes), want csum %#x vlan %d (%d bytes)",
-						i, g.csum, g.vflag, g.vlan, len(g.data), w.csum, w.vlan, len(data))
-				}
+				require.Equal(t, data, g.data, "frame %d: got csum %#x vlan %v/%d (%d bytes), want csum %#x vlan %d (%d bytes)", i, g.csum, g.vflag, g.vlan, len(g.data), w.csum, w.vlan, len(data))
+				require.Equal(t, w.csum, g.csum, "frame %d: got csum %#x vlan %v/%d (%d bytes), want csum %#x vlan %d (%d bytes)", i, g.csum, g.vflag, g.vlan, len(g.data), w.csum, w.vlan, len(data))
+				require.Equal(t, w.vlan != 0, g.vflag, "frame %d: got csum %#x vlan %v/%d (%d bytes), want csum %#x vlan %d (%d bytes)", i, g.csum, g.vflag, g.vlan, len(g.data), w.csum, w.vlan, len(data))
+				require.Equal(t, w.vlan, g.vlan, "frame %d: got csum %#x vlan %v/%d (%d bytes), want csum %#x vlan %d (%d bytes)", i, g.csum, g.vflag, g.vlan, len(g.data), w.csum, w.vlan, len(data))
 			}
-			if st := r.NIC.Stats(); offload && st.RxCsumErrors != 4 {
-				t.Fatalf("%d frames flagged with a bad checksum, want 4", st.RxCsumErrors)
-			}
+			st := r.NIC.Stats()
+			require.False(t, offload && st.RxCsumErrors != 4, "%d frames flagged with a bad checksum, want 4", st.RxCsumErrors)
 		})
 	}
 }
@@ -346,9 +330,8 @@ func TestTSOSegs(t *testing.T) {
 			rec := &simnictest.Recorder{}
 			r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 1024, NRxd: 256, Offload: true, TxSegs: 2, TSOSegs: tc.tsoSegs},
 				Config: iflib.Config{TxMode: iflib.TxModeSimple}, Peer: rec, TxZone: 64})
-			if got, want := r.NIC.Config().TSOSegs, max(tc.tsoSegs, 2); got != want {
-				t.Fatalf("Config().TSOSegs = %d, want %d", got, want)
-			}
+			got, want := r.NIC.Config().TSOSegs, max(tc.tsoSegs, 2)
+			require.Equal(t, want, got, "Config().TSOSegs = %d, want %d", got, want)
 			const payload, mss, nbuf = 20000, 1448, 20
 			s := simnictest.FrameSpec{Proto: simnictest.ProtoTCP, TCPSeq: 1000, TCPFlags: 0x18, IPID: 7, Seed: true}
 			s.Len = simnictest.EtherLen + simnictest.IPv4Len + simnictest.TCPLen + payload
@@ -358,25 +341,18 @@ func TestTSOSegs(t *testing.T) {
 			m.Hdr.TSOSegSize = mss
 			err := r.Ctx.Transmit(m)
 			if !tc.sent {
-				if err == nil || r.Ctx.Counter(iflib.IfCounterOErrors) != 1 {
-					t.Fatalf("Transmit = %v, oerrors %d; want a refusal counted once", err, r.Ctx.Counter(iflib.IfCounterOErrors))
-				}
+				require.Error(t, err, "Transmit = %v, oerrors %d; want a refusal counted once", err, r.Ctx.Counter(iflib.IfCounterOErrors))
+				require.Equal(t, uint64(1), r.Ctx.Counter(iflib.IfCounterOErrors), "Transmit = %v, oerrors %d; want a refusal counted once", err, r.Ctx.Counter(iflib.IfCounterOErrors))
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			nseg := (payload + mss - 1) / mss
 			waitFor(t, "every segment", func() bool { return rec.Len() >= nseg })
-			if err := checkTSO(orig, rec.Frames(), mss); err != nil {
-				t.Fatal(err)
-			}
-			if ds := r.Driver.Stats(); ds.TxEncapped != 1 {
-				t.Fatalf("driver stats %+v", ds)
-			}
-			if st := r.NIC.Stats(); st.TxTSO != 1 || st.TxProcessed != 1 {
-				t.Fatalf("device stats %+v", st)
-			}
+			require.NoError(t, checkTSO(orig, rec.Frames(), mss))
+			ds := r.Driver.Stats()
+			require.Equal(t, uint64(1), ds.TxEncapped, "driver stats %+v", ds)
+			st := r.NIC.Stats()
+			require.False(t, st.TxTSO != 1 || st.TxProcessed != 1, "device stats %+v", st)
 		})
 	}
 }

@@ -3,10 +3,12 @@ package simnic_test
 import (
 	"errors"
 	"math"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic"
@@ -31,9 +33,7 @@ func TestProfileExtremeMeans(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			f := make([]byte, 100)
 			fillFrame(f, 0, uint32(i))
-			if err := r.Ctx.Transmit(r.Packet(f, 1)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Ctx.Transmit(r.Packet(f, 1)))
 		}
 		waitFor(t, "20 frames", func() bool { return rec.Len() == 20 })
 		r.Close()
@@ -44,18 +44,14 @@ func TestProfileExtremeMeans(t *testing.T) {
 	r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, Schedule: sch}, Config: iflib.Config{TimerInterval: time.Millisecond}, TxZone: 64})
 	waitFor(t, "the scheduled link loss", func() bool { return !r.NIC.LinkUp() })
 	fired := sch.Fired()
-	if len(fired) != 1 || fired[0].Kind != simnic.FaultLinkDown || fired[0].Len < 1 {
-		t.Fatalf("fired %v, want one link loss", fired)
-	}
+	require.Len(t, fired, 1, "fired %v, want one link loss", fired)
+	require.Equal(t, simnic.FaultLinkDown, fired[0].Kind, "fired %v, want one link loss", fired)
+	require.GreaterOrEqual(t, fired[0].Len, uint64(1), "fired %v, want one link loss", fired)
 	time.Sleep(20 * time.Millisecond) // the timer polls the link meanwhile
-	if r.NIC.LinkUp() {
-		t.Fatal("a link loss of 2^63 reads ended")
-	}
+	require.False(t, r.NIC.LinkUp(), "a link loss of 2^63 reads ended")
 	// SetLink ends the loss (the next read may start another: mean 1).
 	r.NIC.SetLink(true)
-	if !r.NIC.LinkUp() {
-		t.Fatal("SetLink(true) did not end the loss")
-	}
+	require.True(t, r.NIC.LinkUp(), "SetLink(true) did not end the loss")
 	r.Close()
 }
 
@@ -76,21 +72,17 @@ func TestSlowWireStopsAtOnce(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				f := make([]byte, 100)
 				fillFrame(f, 0, uint32(i))
-				if err := r.Ctx.Transmit(r.Packet(f, 1)); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, r.Ctx.Transmit(r.Packet(f, 1)))
 			}
 			// The device holds the first frame for its wire time (700 s
 			// at 1 bit/s) or longer.
 			time.Sleep(20 * time.Millisecond)
-			if st := r.NIC.Stats(); st.TxFrames != 0 {
-				t.Fatalf("%d frames on a wire that needs minutes for one", st.TxFrames)
-			}
+			st := r.NIC.Stats()
+			require.Zero(t, st.TxFrames, "%d frames on a wire that needs minutes for one", st.TxFrames)
 			bounded(t, "Stop", 10*time.Second, func() { r.Ctx.Stop() })
 			bounded(t, "Close", 10*time.Second, r.Close)
-			if st := r.NIC.Stats(); st.TxFrames > 5 || st.TxProcessed != st.TxPackets {
-				t.Fatalf("device stats %+v", st)
-			}
+			st = r.NIC.Stats()
+			require.False(t, st.TxFrames > 5 || st.TxProcessed != st.TxPackets, "device stats %+v", st)
 		})
 	}
 }
@@ -102,52 +94,37 @@ func TestSlowWireStopsAtOnce(t *testing.T) {
 func TestLosslessGeneratorLinkDown(t *testing.T) {
 	env := simnictest.NewEnv(t, simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 16 << 20}})
 	nic, err := env.NewNIC(simnic.Config{NTxd: 64, NRxd: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	nic.SetLink(false)
 	next := func(seq uint64, buf []byte) int { fillFrame(buf[:100], 0, uint32(seq)); return 100 }
 	g := &simnic.Generator{Next: next, Lossless: true, Count: 1}
-	if err := env.Start(g, nic); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, env.Start(g, nic))
 	waitFor(t, "the first refusal", func() bool { return nic.Stats().RxLinkDown >= 1 })
 	time.Sleep(20 * time.Millisecond) // a spinning generator would count thousands meanwhile
-	if st := nic.Stats(); st.RxLinkDown != 1 || g.Sent() != 0 {
-		t.Fatalf("link down: %d drops counted, %d sent; want 1 and 0 (parked)", st.RxLinkDown, g.Sent())
-	}
+	st := nic.Stats()
+	require.False(t, st.RxLinkDown != 1 || g.Sent() != 0, "link down: %d drops counted, %d sent; want 1 and 0 (parked)", st.RxLinkDown, g.Sent())
 	nic.SetLink(true)
 	bounded(t, "Wait after the link came back", 10*time.Second, func() { _ = g.Wait() })
-	if g.Sent() != 1 || g.Refused() != 0 {
-		t.Fatalf("sent %d refused %d, want 1 and 0", g.Sent(), g.Refused())
-	}
+	require.Equal(t, uint64(1), g.Sent(), "sent %d refused %d, want 1 and 0", g.Sent(), g.Refused())
+	require.Zero(t, g.Refused(), "sent %d refused %d, want 1 and 0", g.Sent(), g.Refused())
 	// Parked on a link that never comes back: Stop and Close return.
 	nic.SetLink(false)
 	g2 := &simnic.Generator{Next: next, Lossless: true}
-	if err := env.Start(g2, nic); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, env.Start(g2, nic))
 	g3 := &simnic.Generator{Next: next} // not lossless: parks too, counts its refusals
-	if err := env.Start(g3, nic); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, env.Start(g3, nic))
 	waitFor(t, "both generators refused", func() bool { return nic.Stats().RxLinkDown >= 3 })
 	time.Sleep(20 * time.Millisecond)
-	if d := nic.Stats().RxLinkDown; d > 3 {
-		t.Fatalf("%d link-down drops for two parked generators, want at most 3", d)
-	}
+	d := nic.Stats().RxLinkDown
+	require.LessOrEqual(t, d, uint64(3), "%d link-down drops for two parked generators, want at most 3", d)
 	bounded(t, "Stop of a parked lossless generator", 10*time.Second, func() { _ = g2.Stop() })
-	if g2.Sent() != 0 || g2.Refused() != 1 {
-		t.Fatalf("sent %d refused %d, want 0 and 1 (the frame in hand at Stop)", g2.Sent(), g2.Refused())
-	}
+	require.Zero(t, g2.Sent(), "sent %d refused %d, want 0 and 1 (the frame in hand at Stop)", g2.Sent(), g2.Refused())
+	require.Equal(t, uint64(1), g2.Refused(), "sent %d refused %d, want 0 and 1 (the frame in hand at Stop)", g2.Sent(), g2.Refused())
 	bounded(t, "Env.Close with a parked generator", 10*time.Second, func() {
-		if err := env.Close(); err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, env.Close())
 	})
-	if g3.Sent() != 0 || g3.Refused() != 1 {
-		t.Fatalf("sent %d refused %d, want 0 and 1", g3.Sent(), g3.Refused())
-	}
+	require.Zero(t, g3.Sent(), "sent %d refused %d, want 0 and 1", g3.Sent(), g3.Refused())
+	require.Equal(t, uint64(1), g3.Refused(), "sent %d refused %d, want 0 and 1", g3.Sent(), g3.Refused())
 }
 
 // Issue 20 §2 item 6: a generator whose Rate is so small that the next
@@ -158,15 +135,11 @@ func TestGeneratorTinyRate(t *testing.T) {
 	for _, rate := range []float64{1e-300, math.SmallestNonzeroFloat64, 1e-9} {
 		sink := &simnic.Sink{}
 		g := &simnic.Generator{Next: func(seq uint64, buf []byte) int { return 60 }, Rate: rate}
-		if err := g.Start(sink); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, g.Start(sink))
 		waitFor(t, "frame 0", func() bool { return g.Sent() >= 1 })
 		time.Sleep(10 * time.Millisecond) // the old overflow sent thousands meanwhile
 		bounded(t, "Stop", 10*time.Second, func() { _ = g.Stop() })
-		if g.Sent() != 1 {
-			t.Fatalf("rate %g: sent %d frames, want 1 (frame 0 is due at once)", rate, g.Sent())
-		}
+		require.Equal(t, uint64(1), g.Sent(), "rate %g: sent %d frames, want 1 (frame 0 is due at once)", rate, g.Sent())
 	}
 }
 
@@ -174,9 +147,7 @@ func TestGeneratorTinyRate(t *testing.T) {
 // field.
 func TestConfigDurationsRefused(t *testing.T) {
 	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for field, cfg := range map[string]simnic.Config{
 		"ITR":        {ITR: time.Second + 1},
 		"WBDelay":    {WBDelay: math.MaxInt64},
@@ -184,18 +155,15 @@ func TestConfigDurationsRefused(t *testing.T) {
 	} {
 		_, err := simnic.New(space, cfg)
 		var ce *simnic.ConfigError
-		if !errors.As(err, &ce) || ce.Field != field {
-			t.Errorf("%s: %v, want a *ConfigError for it", field, err)
-		}
+		assert.False(t, !errors.As(err, &ce) || ce.Field != field, "%s: %v, want a *ConfigError for it", field, err)
 	}
 }
 
 // A generator's bad Rate is ErrGenConfig naming the field and the value.
 func TestGeneratorConfigErrorNamesField(t *testing.T) {
 	err := (&simnic.Generator{Next: func(uint64, []byte) int { return 60 }, Rate: math.Inf(1)}).Start(&simnic.Sink{})
-	if !errors.Is(err, simnic.ErrGenConfig) || !strings.Contains(err.Error(), "Rate +Inf") {
-		t.Fatalf("Start with Rate +Inf: %v", err)
-	}
+	require.ErrorIs(t, err, simnic.ErrGenConfig, "Start with Rate +Inf: %v", err)
+	require.Contains(t, err.Error(), "Rate +Inf", "Start with Rate +Inf: %v", err)
 }
 
 // refuser is an endpoint without WaitRoom that refuses everything.
@@ -210,17 +178,13 @@ func (r *refuser) Receive([]byte) bool { r.calls.Add(1); return false }
 func TestLosslessGeneratorBacksOff(t *testing.T) {
 	r := &refuser{}
 	g := &simnic.Generator{Next: func(uint64, []byte) int { return 60 }, Lossless: true}
-	if err := g.Start(r); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, g.Start(r))
 	time.Sleep(50 * time.Millisecond)
 	bounded(t, "Stop", 10*time.Second, func() { _ = g.Stop() })
-	if n := r.calls.Load(); n > 5000 {
-		t.Fatalf("%d attempts in 50 ms: the generator spins", n)
-	}
-	if g.Sent() != 0 || g.Refused() != 1 {
-		t.Fatalf("sent %d refused %d, want 0 and 1", g.Sent(), g.Refused())
-	}
+	n := r.calls.Load()
+	require.LessOrEqual(t, n, uint64(5000), "%d attempts in 50 ms: the generator spins", n)
+	require.Zero(t, g.Sent(), "sent %d refused %d, want 0 and 1", g.Sent(), g.Refused())
+	require.Equal(t, uint64(1), g.Refused(), "sent %d refused %d, want 0 and 1", g.Sent(), g.Refused())
 }
 
 // The raw forwarder's Stop on a slow wire (LineRate 1 bit/s on the
@@ -228,22 +192,14 @@ func TestLosslessGeneratorBacksOff(t *testing.T) {
 func TestRawForwarderSlowWireStops(t *testing.T) {
 	env := simnictest.NewEnv(t, simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20}})
 	a, err := env.NewNIC(simnic.Config{Name: "rawa", NTxd: 64, NRxd: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b, err := env.NewNIC(simnic.Config{Name: "rawb", NTxd: 64, NRxd: 64, LineRate: 1, DMALatency: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sink := &simnic.Sink{}
 	b.SetPeer(sink)
 	fwd, err := env.NewRawForwarder(a, b, simnic.RawConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fwd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, fwd.Start())
 	buf := make([]byte, 100)
 	for i := 0; i < 3; i++ {
 		fillFrame(buf, 0, uint32(i))
@@ -253,11 +209,7 @@ func TestRawForwarderSlowWireStops(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	bounded(t, "RawForwarder.Stop", 10*time.Second, fwd.Stop)
 	bounded(t, "Env.Close", 10*time.Second, func() {
-		if err := env.Close(); err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, env.Close())
 	})
-	if sink.Frames() > 1 {
-		t.Fatalf("%d frames on a wire that needs minutes for one", sink.Frames())
-	}
+	require.LessOrEqual(t, sink.Frames(), uint64(1), "%d frames on a wire that needs minutes for one", sink.Frames())
 }

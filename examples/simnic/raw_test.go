@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
@@ -29,27 +32,20 @@ func newRawRig(tb testing.TB, eo simnictest.EnvOptions, cfg simnic.RawConfig) *r
 	tb.Helper()
 	env := simnictest.NewEnv(tb, eo)
 	a, err := env.NewNIC(simnic.Config{Name: "rawa"})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	b, err := env.NewNIC(simnic.Config{Name: "rawb"})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	r := &rawRig{env: env, a: a, b: b, sink: &simnic.Sink{}}
 	b.SetPeer(r.sink)
-	if r.fwd, err = env.NewRawForwarder(a, b, cfg); err != nil {
-		tb.Fatal(err)
-	}
+	r.fwd, err = env.NewRawForwarder(a, b, cfg)
+	require.NoError(tb, err)
 	return r
 }
 
 // close tears the Env down now, reporting every problem.
 func (r *rawRig) close(tb testing.TB) {
 	tb.Helper()
-	if err := r.env.Close(); err != nil {
-		tb.Error(err)
-	}
+	assert.NoError(tb, r.env.Close())
 }
 
 // rawFrame is frame seq of the raw tests: its bytes are a function of seq.
@@ -85,9 +81,7 @@ func forwardAndCheck(t *testing.T, r *rawRig, n int, sizes []int) {
 		}
 		seen[seq]++
 	}
-	if err := r.fwd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.fwd.Start())
 	buf := make([]byte, 16384)
 	for i := 0; i < n; i++ {
 		f := rawFrame(buf, sizes[i%len(sizes)], uint32(i))
@@ -100,21 +94,16 @@ func forwardAndCheck(t *testing.T, r *rawRig, n int, sizes []int) {
 	r.fwd.Stop()
 	mu.Lock()
 	defer mu.Unlock()
-	if bad != 0 {
-		t.Fatalf("%d frames corrupted or unknown", bad)
-	}
+	require.Zero(t, bad, "%d frames corrupted or unknown", bad)
 	for i, c := range seen {
-		if c != 1 {
-			t.Fatalf("frame %d arrived %d times", i, c)
-		}
+		require.Equal(t, 1, c, "frame %d arrived %d times", i, c)
 	}
 	st := r.fwd.Stats()
-	if st.Forwarded != uint64(n) || st.Received != uint64(n) || st.Errors != 0 {
-		t.Fatalf("stats %+v, want %d received and forwarded", st, n)
-	}
-	if st.Completed == 0 || st.Doorbells == 0 {
-		t.Fatalf("stats %+v: no completions or doorbells", st)
-	}
+	require.Equal(t, uint64(n), st.Forwarded, "stats %+v, want %d received and forwarded", st, n)
+	require.Equal(t, uint64(n), st.Received, "stats %+v, want %d received and forwarded", st, n)
+	require.Zero(t, st.Errors, "stats %+v, want %d received and forwarded", st, n)
+	require.NotZero(t, st.Completed, "stats %+v: no completions or doorbells", st)
+	require.NotZero(t, st.Doorbells, "stats %+v: no completions or doorbells", st)
 }
 
 func TestRawForwardIntact(t *testing.T) {
@@ -151,9 +140,7 @@ func TestRawForwardIOMMU(t *testing.T) {
 	forwardAndCheck(t, r, 2000, []int{64, 1000})
 	// Restart after a stop: the rings are reprogrammed, the buffers reposted.
 	r.sink.Inspect = nil
-	if err := r.fwd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.fwd.Start())
 	before := r.sink.Frames()
 	buf := make([]byte, 64)
 	for i := 0; i < 500; i++ {
@@ -164,25 +151,18 @@ func TestRawForwardIOMMU(t *testing.T) {
 	waitFor(t, "frames after restart", func() bool { return r.sink.Frames() >= before+500 })
 	r.close(t)
 	st := space.Stats()
-	if want := uint64(2*512 + 4); st.Maps != want {
-		t.Fatalf("%d IOMMU maps of clusters and rings, want %d (static mappings: one per cluster per device, plus 4 rings)", st.Maps, want)
-	}
+	want := uint64(2*512 + 4)
+	require.Equal(t, want, st.Maps, "%d IOMMU maps of clusters and rings, want %d (static mappings: one per cluster per device, plus 4 rings)", st.Maps, want)
 }
 
 func TestRawForwarderBadConfig(t *testing.T) {
 	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	other, err := busdma.NewSimSpace(busdma.SimConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	mk := func(s busdma.Space, cfg simnic.Config) *simnic.NIC {
 		n, err := simnic.New(s, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return n
 	}
 	a := mk(space, simnic.Config{})
@@ -199,57 +179,40 @@ func TestRawForwarderBadConfig(t *testing.T) {
 		"one buffer":   {a, mk(space, simnic.Config{}), simnic.RawConfig{Buffers: 1}},
 		"huge buffers": {a, mk(space, simnic.Config{}), simnic.RawConfig{Buffers: 1 << 21}},
 	} {
-		if _, err := simnic.NewRawForwarder(tc.rx, tc.tx, tc.cfg); !errors.Is(err, simnic.ErrRawConfig) {
-			t.Errorf("%s: err %v, want ErrRawConfig", name, err)
-		}
+		_, err := simnic.NewRawForwarder(tc.rx, tc.tx, tc.cfg)
+		assert.ErrorIs(t, err, simnic.ErrRawConfig, "%s: err %v, want ErrRawConfig", name, err)
 	}
 	// Lifecycle errors: double start, a device already driven, use after close.
 	r := newRawRig(t, simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20}}, simnic.RawConfig{Buffers: 64})
-	if err := r.fwd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.fwd.Start(); !errors.Is(err, simnic.ErrRawBusy) {
-		t.Errorf("second Start: %v, want ErrRawBusy", err)
-	}
+	require.NoError(t, r.fwd.Start())
+	err = r.fwd.Start()
+	assert.ErrorIs(t, err, simnic.ErrRawBusy, "second Start: %v, want ErrRawBusy", err)
 	c, err := r.env.NewNIC(simnic.Config{Name: "rawc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := simnic.NewRawForwarder(r.a, c, simnic.RawConfig{Buffers: 64}); !errors.Is(err, simnic.ErrRawBusy) || !errors.Is(err, simnic.ErrBusy) {
-		t.Errorf("a second forwarder on a driven NIC: %v, want ErrRawBusy and ErrBusy", err)
-	}
+	require.NoError(t, err)
+	_, err = simnic.NewRawForwarder(r.a, c, simnic.RawConfig{Buffers: 64})
+	assert.False(t, !errors.Is(err, simnic.ErrRawBusy) || !errors.Is(err, simnic.ErrBusy), "a second forwarder on a driven NIC: %v, want ErrRawBusy and ErrBusy", err)
 	// iflib cannot take a NIC a raw forwarder drives (issue: Init used to
 	// succeed and reprogram the running device).
-	if _, err := r.env.Attach(r.b, iflib.Attachment{}); !errors.Is(err, simnic.ErrBusy) {
-		t.Errorf("Attach of a NIC a raw forwarder drives: %v, want ErrBusy", err)
-	}
+	_, err = r.env.Attach(r.b, iflib.Attachment{})
+	assert.ErrorIs(t, err, simnic.ErrBusy, "Attach of a NIC a raw forwarder drives: %v, want ErrBusy", err)
 	// c is free: the failed forwarder released what it had claimed.
 	d, err := r.env.Attach(c, iflib.Attachment{Config: iflib.Config{RxZoneSize: 600}})
-	if err != nil {
-		t.Fatalf("Attach of a free NIC after a refused forwarder: %v", err)
-	}
-	if _, err := simnic.NewRawForwarder(c, r.b, simnic.RawConfig{Buffers: 64}); !errors.Is(err, simnic.ErrBusy) {
-		t.Errorf("a forwarder on an attached NIC: %v, want ErrBusy", err)
-	}
-	if err := d.Context().Detach(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "Attach of a free NIC after a refused forwarder")
+	_, err = simnic.NewRawForwarder(c, r.b, simnic.RawConfig{Buffers: 64})
+	assert.ErrorIs(t, err, simnic.ErrBusy, "a forwarder on an attached NIC: %v, want ErrBusy", err)
+	require.NoError(t, d.Context().Detach())
 	r.close(t)
-	if err := r.fwd.Start(); !errors.Is(err, simnic.ErrRawClosed) {
-		t.Errorf("Start after Close: %v, want ErrRawClosed", err)
-	}
-	if err := r.fwd.Close(); !errors.Is(err, simnic.ErrRawClosed) {
-		t.Errorf("second Close: %v, want ErrRawClosed", err)
-	}
+	err = r.fwd.Start()
+	assert.ErrorIs(t, err, simnic.ErrRawClosed, "Start after Close: %v, want ErrRawClosed", err)
+	err = r.fwd.Close()
+	assert.ErrorIs(t, err, simnic.ErrRawClosed, "second Close: %v, want ErrRawClosed", err)
 }
 
 // BenchmarkRaw is the raw loop alone: 64-byte frames pushed into A's FIFO
 // as fast as it takes them, b.N frames forwarded to B's sink.
 func BenchmarkRaw(b *testing.B) {
 	r := newRawRig(b, simnictest.EnvOptions{NoChecker: true, Sim: busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20}}, simnic.RawConfig{})
-	if err := r.fwd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, r.fwd.Start())
 	buf := make([]byte, 64)
 	f := rawFrame(buf, 64, 1)
 	b.ReportAllocs()
@@ -280,9 +243,7 @@ func TestRawForwardDropsBadFrameWhole(t *testing.T) {
 	r := newRawRig(t, simnictest.EnvOptions{Sim: busdma.SimConfig{Size: 16 << 20, ContigSize: 1 << 20}}, simnic.RawConfig{})
 	rec := &simnictest.Recorder{}
 	r.b.SetPeer(rec)
-	if err := r.fwd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.fwd.Start())
 	const n, size = 40, 5000 // three 2048-byte descriptors per frame
 	buf := make([]byte, size)
 	for i := 0; i < n; i++ {
@@ -306,19 +267,15 @@ func TestRawForwardDropsBadFrameWhole(t *testing.T) {
 	seen := map[uint32]bool{}
 	for _, f := range rec.Frames() {
 		seq := binary.BigEndian.Uint32(f[46:50])
-		if len(f) != size || !bytes.Equal(f, rawFrame(want, size, seq)) {
-			t.Fatalf("frame %d arrived as %d bytes (want %d, intact)", seq, len(f), size)
-		}
+		require.Len(t, f, size, "frame %d arrived as %d bytes (want %d, intact)", seq, len(f), size)
+		require.Equal(t, rawFrame(want, size, seq), f, "frame %d arrived as %d bytes (want %d, intact)", seq, len(f), size)
 		seen[seq] = true
 	}
-	if st := r.fwd.Stats(); st.Forwarded != n-1 || st.Errors != 1 || st.Received != n {
-		t.Fatalf("stats %+v: want %d received, %d forwarded, 1 error", st, n, n-1)
-	}
+	st := r.fwd.Stats()
+	require.False(t, st.Forwarded != n-1 || st.Errors != 1 || st.Received != n, "stats %+v: want %d received, %d forwarded, 1 error", st, n, n-1)
 	// The injection hits whichever frame the device writes next, not
 	// necessarily frame n/2: exactly one is missing.
-	if len(seen) != n-1 {
-		t.Fatalf("%d distinct frames arrived, want %d", len(seen), n-1)
-	}
+	require.Len(t, seen, n-1, "%d distinct frames arrived, want %d", len(seen), n-1)
 }
 
 // Issue 20 §2 item 8: the forwarder restarted after stops under late and
@@ -345,25 +302,17 @@ func TestRawRestartUnderLateWriteBacks(t *testing.T) {
 			ca.Name, cb.Name = "rawa", "rawb"
 			ca.NRxd, ca.NTxd, cb.NRxd, cb.NTxd = 64, 64, 64, 64
 			a, err := env.NewNIC(ca)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			b, err := env.NewNIC(cb)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			sink := &simnic.Sink{}
 			b.SetPeer(sink)
 			fwd, err := env.NewRawForwarder(a, b, simnic.RawConfig{Batch: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			buf := make([]byte, 128)
 			sent := 0
 			for round := 0; round < 6; round++ {
-				if err := fwd.Start(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, fwd.Start())
 				for i := 0; i < 50+round*7; i++ {
 					for !a.Receive(rawFrame(buf, 128, uint32(sent))) {
 						runtime.Gosched()
@@ -373,18 +322,14 @@ func TestRawRestartUnderLateWriteBacks(t *testing.T) {
 				time.Sleep(time.Millisecond)
 				fwd.Stop()
 			}
-			if err := env.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if ea, eb := a.Stats().DMAErrors, b.Stats().DMAErrors; ea != 0 || eb != 0 {
-				t.Fatalf("device accesses refused: A %d, B %d", ea, eb)
-			}
+			require.NoError(t, env.Close())
+			ea, eb := a.Stats().DMAErrors, b.Stats().DMAErrors
+			require.False(t, ea != 0 || eb != 0, "device accesses refused: A %d, B %d", ea, eb)
 			// Every frame is forwarded, dropped by a stop (flushed from A's
 			// FIFO, or abandoned on a ring), or was refused at A's wire:
 			// none is sent twice.
-			if got := sink.Frames(); got > uint64(sent) {
-				t.Fatalf("%d frames at B's wire, %d sent", got, sent)
-			}
+			got := sink.Frames()
+			require.LessOrEqual(t, got, uint64(sent), "%d frames at B's wire, %d sent", got, sent)
 		})
 	}
 }
