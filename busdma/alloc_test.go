@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -40,18 +41,16 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 		for _, n := range []int{64, 1500} {
 			cycle := func() {
 				var err error
-				if segs, err = m.Load(buf[:n], segs[:0]); err != nil {
-					t.Fatal(err)
-				}
+				segs, err = m.Load(buf[:n], segs[:0])
+				require.NoError(t, err)
 				m.Sync(busdma.PreWrite)
 				require.NoError(t, d.Read(segs[0].Addr, buf[n:n+1]))
 				m.Sync(busdma.PostWrite)
 				require.NoError(t, m.Unload())
 			}
 			cycle()
-			if a := testing.AllocsPerRun(100, cycle); a != 0 {
-				t.Errorf("%s %d bytes: %v allocs per load/sync/unload", sp.name, n, a)
-			}
+			a := testing.AllocsPerRun(100, cycle)
+			assert.False(t, a != 0, "%s %d bytes: %v allocs per load/sync/unload", sp.name, n, a)
 		}
 		require.NoError(t, d.Close())
 	}
@@ -72,11 +71,7 @@ func TestConcurrentMapsAndDevice(t *testing.T) {
 
 func busdmaNewCheckerFor(t *testing.T) *busdma.Checker {
 	c := busdma.NewChecker()
-	t.Cleanup(func() {
-		for _, r := range c.Reports() {
-			t.Error(r)
-		}
-	})
+	t.Cleanup(func() { assert.Empty(t, c.Reports(), "busdma checker reports") })
 	return c
 }
 
@@ -136,21 +131,19 @@ func concurrentRun(t *testing.T, s busdma.Space, low busdma.BusAddr, c *busdma.C
 		go func() {
 			defer wg.Done()
 			m, err := tag.CreateMap()
-			if err != nil {
-				t.Error(err)
+			if !assert.NoError(t, err) {
 				return
 			}
 			buf, err := s.Alloc(1500, 64)
-			if err != nil {
-				t.Error(err)
+			if !assert.NoError(t, err) {
 				return
 			}
 			var segs []busdma.Segment
 			for i := range iters {
 				seq := byte(w*31 + i)
 				tx := i%2 == 0
-				if segs, err = m.Load(buf, segs[:0]); err != nil {
-					t.Error(err)
+				segs, err = m.Load(buf, segs[:0])
+				if !assert.NoError(t, err) {
 					return
 				}
 				if tx {
@@ -169,14 +162,12 @@ func concurrentRun(t *testing.T, s busdma.Space, low busdma.BusAddr, c *busdma.C
 				} else {
 					m.Sync(busdma.PostRead)
 					for k := range buf {
-						if buf[k] != seq^byte(k) {
-							t.Errorf("worker %d packet %d byte %d corrupted", w, i, k)
+						if !assert.Equal(t, seq^byte(k), buf[k], "worker %d packet %d byte %d corrupted", w, i, k) {
 							break
 						}
 					}
 				}
-				if err := m.Unload(); err != nil {
-					t.Error(err)
+				if !assert.NoError(t, m.Unload()) {
 					return
 				}
 				count[w]++
@@ -186,14 +177,10 @@ func concurrentRun(t *testing.T, s busdma.Space, low busdma.BusAddr, c *busdma.C
 	wg.Wait()
 	close(jobs)
 	devWG.Wait()
-	if devErr != nil {
-		t.Fatal(devErr)
-	}
+	require.NoError(t, devErr)
 	total := 0
 	for w, n := range count {
-		if n != iters {
-			t.Errorf("worker %d did %d of %d", w, n, iters)
-		}
+		assert.Equal(t, iters, n, "worker %d did %d of %d", w, n, iters)
 		total += n
 	}
 	require.NoError(t, d.Close())

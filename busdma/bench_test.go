@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/internal/cputime"
 )
@@ -19,9 +21,7 @@ type benchSpace struct {
 func benchSpaces(b *testing.B) []benchSpace {
 	b.Helper()
 	must := func(s busdma.Space, err error) busdma.Space {
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		return s
 	}
 	out := []benchSpace{
@@ -50,9 +50,7 @@ func BenchmarkLoadSyncUnload(b *testing.B) {
 					c = busdma.NewChecker()
 				}
 				d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: "bench", Checker: c})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer d.Close()
 				tag := mustTag(b, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 				m := mustMap(b, tag)
@@ -67,14 +65,10 @@ func BenchmarkLoadSyncUnload(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					segs, err = m.Load(buf, segs[:0])
-					if err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, err)
 					m.Sync(busdma.PreWrite)
 					m.Sync(busdma.PostWrite)
-					if err := m.Unload(); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, m.Unload())
 				}
 				if isIOMMU {
 					st := io.Stats()
@@ -98,26 +92,20 @@ func BenchmarkDeviceRead(b *testing.B) {
 					c = busdma.NewChecker()
 				}
 				d, err := busdma.NewDevice(sp.s, busdma.DeviceConfig{Name: "bench", Checker: c})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer d.Close()
 				tag := mustTag(b, d.Tag(), busdma.TagConfig{LowAddr: sp.low, MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 				m := mustMap(b, tag)
 				buf := mustAlloc(b, sp.s, 2048, 2048)[:n]
 				segs, err := m.Load(buf, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer m.Unload()
 				m.Sync(busdma.PreWrite)
 				p := make([]byte, n)
 				b.SetBytes(int64(n))
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := d.Read(segs[0].Addr, p); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, d.Read(segs[0].Addr, p))
 				}
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mpps")
 			})
@@ -139,13 +127,9 @@ func BenchmarkDeviceRead(b *testing.B) {
 //	           pages: the check that decides so)
 func BenchmarkMapOps(b *testing.B) {
 	s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer d.Close()
 	tag := mustTag(b, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 32, MaxSegSize: 65536})
 	m := mustMap(b, tag)
@@ -156,45 +140,34 @@ func BenchmarkMapOps(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			pa, ok := s.PhysAddr(buf)
-			if !ok {
-				b.Fatal("not in space")
-			}
+			require.True(b, ok, "not in space")
 			segs = append(segs[:0], busdma.Segment{Addr: pa, Len: len(buf)})
 		}
 	})
 	b.Run("load", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if segs, err = m.Load(buf, segs[:0]); err != nil {
-				b.Fatal(err)
-			}
-			if err := m.Unload(); err != nil {
-				b.Fatal(err)
-			}
+			segs, err = m.Load(buf, segs[:0])
+			require.NoError(b, err)
+			require.NoError(b, m.Unload())
 		}
 	})
 	b.Run("loadmulti", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if segs, err = m.LoadMulti(chain, segs[:0]); err != nil {
-				b.Fatal(err)
-			}
-			if err := m.Unload(); err != nil {
-				b.Fatal(err)
-			}
+			segs, err = m.LoadMulti(chain, segs[:0])
+			require.NoError(b, err)
+			require.NoError(b, m.Unload())
 		}
 	})
 	b.Run("sync", func(b *testing.B) {
-		if segs, err = m.Load(buf, segs[:0]); err != nil {
-			b.Fatal(err)
-		}
+		segs, err = m.Load(buf, segs[:0])
+		require.NoError(b, err)
 		b.ReportAllocs()
 		for b.Loop() {
 			m.Sync(busdma.PreWrite)
 		}
-		if err := m.Unload(); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, m.Unload())
 	})
 }
 
@@ -213,13 +186,9 @@ func BenchmarkIOMMUCost(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.Sim = busdma.SimConfig{Size: 1 << 20}
 			s, err := busdma.NewIOMMUSpace(c.cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			d, err := busdma.NewDevice(s, busdma.DeviceConfig{Name: "bench"})
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			defer d.Close()
 			m := mustMap(b, mustTag(b, d.Tag(), busdma.TagConfig{MaxSize: 65536, NSegments: 32, MaxSegSize: 65536}))
 			buf := mustAlloc(b, s, 2048, 2048)[:1500]
@@ -227,12 +196,9 @@ func BenchmarkIOMMUCost(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cputime.Process()
 			for b.Loop() {
-				if segs, err = m.Load(buf, segs[:0]); err != nil {
-					b.Fatal(err)
-				}
-				if err := m.Unload(); err != nil {
-					b.Fatal(err)
-				}
+				segs, err = m.Load(buf, segs[:0])
+				require.NoError(b, err)
+				require.NoError(b, m.Unload())
 			}
 			if cputime.Supported {
 				b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")

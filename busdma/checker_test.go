@@ -1,9 +1,9 @@
 package busdma_test
 
 import (
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -33,19 +33,11 @@ func wantReport(t *testing.T, c *busdma.Checker, k busdma.ReportKind, mapName st
 			got = append(got, r)
 		}
 	}
-	if len(got) != 1 {
-		t.Fatalf("want one %v report, got %d: %v", k, len(got), c.Reports())
-	}
+	require.Len(t, got, 1, "want one %v report, got %d: %v", k, len(got), c.Reports())
 	r := got[0]
-	if r.Map != mapName {
-		t.Errorf("report names map %q, want %q", r.Map, mapName)
-	}
-	if !strings.Contains(r.Site, "checker_test.go:") {
-		t.Errorf("report site %q is not the offending call", r.Site)
-	}
-	if !strings.Contains(r.String(), k.String()) {
-		t.Errorf("String() %q lacks the kind", r.String())
-	}
+	assert.Equal(t, mapName, r.Map, "report names map %q, want %q", r.Map, mapName)
+	assert.Contains(t, r.Site, "checker_test.go:", "report site %q is not the offending call", r.Site)
+	assert.Contains(t, r.String(), k.String(), "String() %q lacks the kind", r.String())
 	return r
 }
 
@@ -53,9 +45,8 @@ func TestCheckerLoadOfLoadedMap(t *testing.T) {
 	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 2048, 1)
-	if _, err := m.Load(buf, nil); err != nil {
-		t.Fatal(err)
-	}
+	_, err := m.Load(buf, nil)
+	require.NoError(t, err)
 	// D17901: the small-packet path re-loaded a cluster it never unloaded.
 	require.ErrorIs(t, errOf(m.Load(buf, nil)), busdma.ErrBusy, "second load")
 	wantReport(t, c, busdma.KindLoadLoaded, "rxbuf#1")
@@ -74,9 +65,8 @@ func TestCheckerUnloadOfUnloadedMap(t *testing.T) {
 func TestCheckerDestroyWhileLoaded(t *testing.T) {
 	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
 	m := mustMap(t, tag)
-	if _, err := m.Load(mustAlloc(t, s, 64, 1), nil); err != nil {
-		t.Fatal(err)
-	}
+	_, err := m.Load(mustAlloc(t, s, 64, 1), nil)
+	require.NoError(t, err)
 	require.ErrorIs(t, m.Destroy(), busdma.ErrBusy, "destroy")
 	wantReport(t, c, busdma.KindDestroyLoaded, "rxbuf#1")
 	_ = m.Unload()
@@ -87,9 +77,8 @@ func TestCheckerDestroyWhileLoaded(t *testing.T) {
 func TestCheckerLeakAtClose(t *testing.T) {
 	s, d, c, tag := misuseDev(t, busdma.SimConfig{})
 	m := mustMap(t, tag)
-	if _, err := m.Load(mustAlloc(t, s, 64, 1), nil); err != nil {
-		t.Fatal(err)
-	}
+	_, err := m.Load(mustAlloc(t, s, 64, 1), nil)
+	require.NoError(t, err)
 	// D17901: missing bus_dmamap_unload calls.
 	require.ErrorIs(t, d.Close(), busdma.ErrLeak, "Close")
 	wantReport(t, c, busdma.KindLeak, "rxbuf#1")
@@ -107,16 +96,10 @@ func TestCheckerAccessOutsideMapping(t *testing.T) {
 	// the address of a current mapping.
 	pa, _ := s.PhysAddr(buf)
 	require.ErrorIs(t, d.Write(pa, []byte{1, 2, 3}), busdma.ErrFault, "write outside mapping")
-	if segs[0].Addr != pa {
-		t.Fatalf("segment %v is not the physical address %#x", segs[0], uint64(pa))
-	}
+	require.Equal(t, pa, segs[0].Addr, "segment %v is not the physical address %#x", segs[0], uint64(pa))
 	r := wantReport(t, c, busdma.KindOutsideMapping, "")
-	if r.Device != "ixl0" {
-		t.Errorf("device %q", r.Device)
-	}
-	if buf[0] != 0 {
-		t.Fatal("a faulted write reached memory")
-	}
+	assert.Equal(t, "ixl0", r.Device, "device %q", r.Device)
+	require.Zero(t, buf[0], "a faulted write reached memory")
 
 	// Descriptor memory too: after Free its address is no longer mapped.
 	ringTag := mustTag(t, d.Tag(), busdma.TagConfig{Name: "ring", Alignment: 128, MaxSize: 1024, NSegments: 1, MaxSegSize: 1024, Flags: busdma.AllocNow})
@@ -127,9 +110,8 @@ func TestCheckerAccessOutsideMapping(t *testing.T) {
 	require.ErrorIs(t, d.Read(dm.Paddr+1000, make([]byte, 48)), busdma.ErrFault, "read past the end of a ring")
 	require.NoError(t, dm.Free())
 	require.ErrorIs(t, d.Read(dm.Paddr, make([]byte, 16)), busdma.ErrFault, "read of freed ring")
-	if n := c.Count(busdma.KindOutsideMapping); n != 3 {
-		t.Fatalf("%d outside-mapping reports, want 3", n)
-	}
+	n := c.Count(busdma.KindOutsideMapping)
+	require.Equal(t, 3, n, "%d outside-mapping reports, want 3", n)
 	_ = d.Close()
 }
 
@@ -151,18 +133,13 @@ func TestCheckerDeviceReadWithoutPreWrite(t *testing.T) {
 	m.Sync(busdma.PreWrite)
 	buf[100] = 0xEE
 	require.NoError(t, d.Read(segs[0].Addr, p))
-	if p[100] == 0xEE {
-		t.Fatal("device saw a CPU write that was never synced")
-	}
+	require.NotEqual(t, byte(0xEE), p[100], "device saw a CPU write that was never synced")
 	wantReport(t, c, busdma.KindNoPreWrite, "rxbuf#1")
 	c.Reset()
 	m.Sync(busdma.PreWrite)
-	if err := d.Read(segs[0].Addr, p); err != nil || p[100] != 0xEE {
-		t.Fatalf("after PREWRITE the device must see the write: %v %#x", err, p[100])
-	}
-	if len(c.Reports()) != 0 {
-		t.Fatal(c.Reports())
-	}
+	require.NoError(t, d.Read(segs[0].Addr, p))
+	require.Equal(t, byte(0xEE), p[100], "after PREWRITE the device must see the write")
+	require.Empty(t, c.Reports(), c.Reports())
 	m.Sync(busdma.PostWrite)
 	_ = m.Unload()
 	_ = d.Close()
@@ -177,9 +154,7 @@ func TestCheckerCPUReadWithoutPostRead(t *testing.T) {
 	m.Sync(busdma.PreRead)
 	require.NoError(t, d.Write(segs[0].Addr, []byte("packet")))
 	// Without POSTREAD the CPU does not see the packet.
-	if string(buf[:6]) == "packet" {
-		t.Fatal("device write visible before POSTREAD")
-	}
+	require.NotEqual(t, "packet", string(buf[:6]), "device write visible before POSTREAD")
 	// D17901: the small-packet path (iflib_rxd_pkt_get) must sync before the memcpy;
 	// re-posting the cluster (PREREAD) without it is reported.
 	m.Sync(busdma.PreRead)
@@ -195,13 +170,9 @@ func TestCheckerCPUReadWithoutPostRead(t *testing.T) {
 	m.Sync(busdma.PreRead)
 	require.NoError(t, d.Write(segs[0].Addr, []byte("packet")))
 	m.Sync(busdma.PostRead)
-	if string(buf[:6]) != "packet" {
-		t.Fatalf("after POSTREAD: %q", buf[:6])
-	}
+	require.Equal(t, "packet", string(buf[:6]), "after POSTREAD: %q", buf[:6])
 	_ = m.Unload()
-	if len(c.Reports()) != 0 {
-		t.Fatal(c.Reports())
-	}
+	require.Empty(t, c.Reports(), c.Reports())
 	_ = d.Close()
 }
 
@@ -214,20 +185,17 @@ func TestCheckerRingWriteBackNotClobbered(t *testing.T) {
 	require.NoError(t, err)
 	ring.Vaddr[0] = 0xAA // descriptor 0
 	ring.Sync(busdma.PreRead | busdma.PreWrite)
-	if err := d.Write(ring.Paddr+8, []byte{1}); err != nil { // DD bit of descriptor 0
-		t.Fatal(err)
-	}
+	// DD bit of descriptor 0
+	require.NoError(t, d.Write(ring.Paddr+8, []byte{1}))
 	ring.Vaddr[16] = 0xBB // descriptor 1, written before the CPU looked at 0
 	ring.Sync(busdma.PreRead | busdma.PreWrite)
 	p := make([]byte, 17)
 	require.NoError(t, d.Read(ring.Paddr, p))
-	if p[0] != 0xAA || p[8] != 1 || p[16] != 0xBB {
-		t.Fatalf("device view % x", p)
-	}
+	require.Equal(t, byte(0xAA), p[0], "device view % x", p)
+	require.Equal(t, byte(1), p[8], "device view % x", p)
+	require.Equal(t, byte(0xBB), p[16], "device view % x", p)
 	ring.Sync(busdma.PostRead | busdma.PostWrite)
-	if ring.Vaddr[8] != 1 {
-		t.Fatal("write-back lost")
-	}
+	require.Equal(t, byte(1), ring.Vaddr[8], "write-back lost")
 	require.NoError(t, ring.Free())
 }
 
@@ -250,9 +218,8 @@ func TestCheckerCleanCycles(t *testing.T) {
 		require.NoError(t, tx.Unload())
 		// RX: the cluster stays loaded across packets (ifsd_ba reuse).
 		if i == 0 {
-			if segs, err = rx.Load(cl, segs[:0]); err != nil {
-				t.Fatal(err)
-			}
+			segs, err = rx.Load(cl, segs[:0])
+			require.NoError(t, err)
 		} else {
 			segs = rxSegs
 		}
@@ -260,9 +227,7 @@ func TestCheckerCleanCycles(t *testing.T) {
 		rx.Sync(busdma.PreRead)
 		writeSegs(t, d, segs, got)
 		rx.Sync(busdma.PostRead)
-		if string(cl) != string(pkt) {
-			t.Fatalf("packet %d corrupted", i)
-		}
+		require.Equal(t, string(pkt), string(cl), "packet %d corrupted", i)
 	}
 	_ = rx.Unload()
 }
@@ -277,9 +242,8 @@ func TestBusdmatestNewCheckerFails(t *testing.T) {
 	for _, f := range ft.cleanups {
 		f()
 	}
-	if len(ft.errors) != 1 || !strings.Contains(ft.errors[0], "unload-of-unloaded-map") {
-		t.Fatalf("errors %q", ft.errors)
-	}
+	require.Len(t, ft.errors, 1, "errors %q", ft.errors)
+	require.Contains(t, ft.errors[0], "unload-of-unloaded-map", "errors %q", ft.errors)
 }
 
 type fakeTB struct {

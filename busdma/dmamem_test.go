@@ -20,17 +20,17 @@ func TestAllocMem(t *testing.T) {
 		for range 3 {
 			dm, err := tag.AllocMem()
 			require.NoError(t, err)
-			if len(dm.Vaddr) != 3*4096 || dm.Paddr%8192 != 0 || dm.Paddr+3*4096-1 > busdma.MaxAddr32 ||
-				dm.Paddr>>16 != (dm.Paddr+3*4096-1)>>16 || !dm.Map.Loaded() {
-				t.Fatalf("layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
-			}
+			require.Len(t, dm.Vaddr, 3*4096, "layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
+			require.Zero(t, dm.Paddr%8192, "layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
+			require.LessOrEqual(t, dm.Paddr+3*4096-1, busdma.MaxAddr32, "layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
+			require.Equal(t, (dm.Paddr+3*4096-1)>>16, dm.Paddr>>16, "layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
+			require.True(t, dm.Map.Loaded(), "layout %d: bad DMA memory paddr %#x len %d", layout, uint64(dm.Paddr), len(dm.Vaddr))
 			require.Equal(t, make([]byte, len(dm.Vaddr)), dm.Vaddr, "not zeroed")
 			fill(dm.Vaddr, 9)
 			dm.Sync(busdma.PreWrite)
 			p := make([]byte, len(dm.Vaddr))
-			if err := d.Read(dm.Paddr, p); err != nil || string(p) != string(dm.Vaddr) {
-				t.Fatalf("device read of ring: %v", err)
-			}
+			err = d.Read(dm.Paddr, p)
+			require.False(t, err != nil || string(p) != string(dm.Vaddr), "device read of ring: %v", err)
 			mems = append(mems, dm)
 		}
 		for _, dm := range mems {
@@ -40,9 +40,8 @@ func TestAllocMem(t *testing.T) {
 		// Freed memory is reused and zeroed again.
 		dm, err := tag.AllocMem()
 		require.NoError(t, err)
-		if dm.Paddr != mems[0].Paddr || dm.Vaddr[0] != 0 {
-			t.Fatalf("freed memory not reused/zeroed: %#x vs %#x", uint64(dm.Paddr), uint64(mems[0].Paddr))
-		}
+		require.Equal(t, mems[0].Paddr, dm.Paddr, "freed memory not reused")
+		require.Zero(t, dm.Vaddr[0], "freed memory not zeroed")
 		_ = dm.Free()
 	}
 }
@@ -108,13 +107,10 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := m.Load(c.buf, pre)
-		if !errors.Is(err, c.want) || len(got) != 1 || m.Loaded() {
-			t.Errorf("%s: err %v segs %v loaded %v", c.name, err, got, m.Loaded())
-		}
+		assert.False(t, !errors.Is(err, c.want) || len(got) != 1 || m.Loaded(), "%s: err %v segs %v loaded %v", c.name, err, got, m.Loaded())
 	}
-	if _, err := m.LoadMulti([][]byte{buf[:10], make([]byte, 10)}, nil); !errors.Is(err, busdma.ErrNotInSpace) || m.Loaded() {
-		t.Errorf("LoadMulti with a foreign buffer: %v", err)
-	}
+	_, err := m.LoadMulti([][]byte{buf[:10], make([]byte, 10)}, nil)
+	assert.False(t, !errors.Is(err, busdma.ErrNotInSpace) || m.Loaded(), "LoadMulti with a foreign buffer: %v", err)
 	// Memory of another space is foreign too.
 	other, _ := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 16})
 	ob, _ := other.Alloc(64, 1)
@@ -148,9 +144,7 @@ func TestTagErrorsAndInheritance(t *testing.T) {
 		b.mod(&cfg)
 		_, err := busdma.NewTag(d.Tag(), cfg)
 		var te *busdma.TagError
-		if !errors.As(err, &te) || te.Field != b.field || !errors.Is(err, busdma.ErrInvalid) {
-			t.Errorf("%s: got %v", b.field, err)
-		}
+		assert.False(t, !errors.As(err, &te) || te.Field != b.field || !errors.Is(err, busdma.ErrInvalid), "%s: got %v", b.field, err)
 	}
 	assert.ErrorIs(t, errOf(busdma.NewTag(nil, ok)), busdma.ErrInvalid, "nil parent")
 

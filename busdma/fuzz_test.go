@@ -1,11 +1,11 @@
 package busdma_test
 
 import (
-	"bytes"
 	"errors"
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -89,9 +89,8 @@ func FuzzLoad(f *testing.F) {
 		m := mustMap(t, tag)
 		segs, err := m.LoadMulti(bufs, nil)
 		if err != nil {
-			if m.Loaded() || len(segs) != 0 {
-				t.Fatalf("failed load left state: %v", err)
-			}
+			require.False(t, m.Loaded(), "failed load left state: %v", err)
+			require.Empty(t, segs, "failed load left state: %v", err)
 			switch {
 			case errors.Is(err, busdma.ErrTooBig):
 				// Must really need more segments: retry with no limit.
@@ -103,56 +102,40 @@ func FuzzLoad(f *testing.F) {
 					// Bounce pages (FIFO) and IOVAs (next-fit) differ on a
 					// retry, which may be luckier: only exact without them.
 					_, iommu := sp.s.(*busdma.IOMMUSpace)
-					if len(all) <= cfg.NSegments && !(tag.CouldBounce() && sp.bounce != nil) && !iommu {
-						t.Fatalf("EFBIG but %d segments suffice (nsegments %d)", len(all), cfg.NSegments)
-					}
+					require.False(t, len(all) <= cfg.NSegments && !(tag.CouldBounce() && sp.bounce != nil) && !iommu, "EFBIG but %d segments suffice (nsegments %d)", len(all), cfg.NSegments)
 					_ = mb.Unload()
-				} else if !errors.Is(err2, busdma.ErrNoMem) {
-					t.Fatal(err2)
+				} else {
+					require.ErrorIs(t, err2, busdma.ErrNoMem)
 				}
 			case errors.Is(err, busdma.ErrNoMem):
 				// Bounce pages or IOVAs unreachable below a tiny lowaddr, or
 				// a space that cannot bounce.
-				if cfg.LowAddr > 0xFFFF_FFFF && sp.bounce != nil && align == 1 {
-					t.Fatalf("ENOMEM with a reachable zone: %v", err)
-				}
+				require.False(t, cfg.LowAddr > 0xFFFF_FFFF && sp.bounce != nil && align == 1, "ENOMEM with a reachable zone: %v", err)
 			default:
-				t.Fatal(err)
+				require.NoError(t, err, "neither EFBIG nor ENOMEM")
 			}
 			closeClean(t, d, c)
 			return
 		}
-		if len(segs) > cfg.NSegments {
-			t.Fatalf("%d segments > nsegments %d", len(segs), cfg.NSegments)
-		}
+		require.LessOrEqual(t, len(segs), cfg.NSegments, "%d segments > nsegments %d", len(segs), cfg.NSegments)
 		total := 0
 		for _, s := range segs {
 			end := s.Addr + busdma.BusAddr(s.Len) - 1
-			if s.Len <= 0 || s.Len > cfg.MaxSegSize {
-				t.Fatalf("segment %v vs maxsegsz %d", s, cfg.MaxSegSize)
-			}
-			if cfg.Boundary != 0 && uint64(s.Addr)/uint64(cfg.Boundary) != uint64(end)/uint64(cfg.Boundary) {
-				t.Fatalf("segment %v crosses boundary %#x", s, cfg.Boundary)
-			}
-			if end > cfg.LowAddr {
-				t.Fatalf("segment %v in the exclusion window above %#x", s, uint64(cfg.LowAddr))
-			}
-			if sp.bounce != nil && uint64(s.Addr)%uint64(cfg.Alignment) != 0 {
-				t.Fatalf("segment %v not aligned to %d", s, cfg.Alignment)
-			}
+			require.Greater(t, s.Len, 0, "segment %v vs maxsegsz %d", s, cfg.MaxSegSize)
+			require.LessOrEqual(t, s.Len, cfg.MaxSegSize, "segment %v vs maxsegsz %d", s, cfg.MaxSegSize)
+			require.False(t, cfg.Boundary != 0 && uint64(s.Addr)/uint64(cfg.Boundary) != uint64(end)/uint64(cfg.Boundary), "segment %v crosses boundary %#x", s, cfg.Boundary)
+			require.LessOrEqual(t, end, cfg.LowAddr, "segment %v in the exclusion window above %#x", s, uint64(cfg.LowAddr))
+			require.False(t, sp.bounce != nil && uint64(s.Addr)%uint64(cfg.Alignment) != 0, "segment %v not aligned to %d", s, cfg.Alignment)
 			total += s.Len
 		}
-		if total != n {
-			t.Fatalf("segments cover %d of %d bytes", total, n)
-		}
+		require.Equal(t, n, total, "segments cover %d of %d bytes", total, n)
 		// Order: with a physical space, each unbounced segment is the
 		// physical address of the next bytes.
 		if sim := sp.bounce; sim != nil && !tag.CouldBounce() {
 			o := 0
 			for _, s := range segs {
-				if pa, _ := sim.PhysAddr(buf[o:]); pa != s.Addr {
-					t.Fatalf("segment %v is not at buffer offset %d (%#x)", s, o, uint64(pa))
-				}
+				pa, _ := sim.PhysAddr(buf[o:])
+				require.Equal(t, s.Addr, pa, "segment %v is not at buffer offset %d (%#x)", s, o, uint64(pa))
 				o += s.Len
 			}
 		}
@@ -162,9 +145,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		m.Sync(busdma.PreWrite)
 		got := readSegs(t, d, segs)
-		if !bytes.Equal(got, buf) {
-			t.Fatal("device read differs from CPU data")
-		}
+		require.Equal(t, buf, got, "device read differs from CPU data")
 		m.Sync(busdma.PostWrite)
 		m.Sync(busdma.PreRead)
 		want := make([]byte, n)
@@ -173,17 +154,14 @@ func FuzzLoad(f *testing.F) {
 		}
 		writeSegs(t, d, segs, want)
 		m.Sync(busdma.PostRead)
-		if !bytes.Equal(buf, want) {
-			t.Fatal("CPU data differs from device write after POSTREAD")
-		}
+		require.Equal(t, want, buf, "CPU data differs from device write after POSTREAD")
 		require.NoError(t, m.Unload())
 		require.ErrorIs(t, d.Read(segs[0].Addr, got[:1]), busdma.ErrFault, "device read after unload")
 		c.Reset() // that access was the one report expected
 		closeClean(t, d, c)
 		if sp.bounce != nil {
-			if st := sp.bounce.BounceStats(); st.ActivePages != 0 {
-				t.Fatalf("bounce pages leaked: %+v", st)
-			}
+			st := sp.bounce.BounceStats()
+			require.Zero(t, st.ActivePages, "bounce pages leaked: %+v", st)
 		}
 	})
 }
@@ -191,7 +169,5 @@ func FuzzLoad(f *testing.F) {
 func closeClean(t *testing.T, d *busdma.Device, c *busdma.Checker) {
 	t.Helper()
 	require.NoError(t, d.Close())
-	for _, r := range c.Reports() {
-		t.Error(r)
-	}
+	assert.Empty(t, c.Reports(), "busdma checker reports")
 }

@@ -1,7 +1,6 @@
 package busdma_test
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,9 +69,7 @@ func writeSegs(t testing.TB, d *busdma.Device, segs []busdma.Segment, data []byt
 
 func wantSegs(t testing.TB, got []busdma.Segment, want ...busdma.Segment) {
 	t.Helper()
-	if !slices.Equal(got, want) {
-		t.Fatalf("segments:\n got %s\nwant %s", fmtSegs(got), fmtSegs(want))
-	}
+	require.True(t, slices.Equal(got, want), "segments:\n got %s\nwant %s", fmtSegs(got), fmtSegs(want))
 }
 
 func fmtSegs(s []busdma.Segment) string {
@@ -91,18 +88,15 @@ func roundTrip(t testing.TB, d *busdma.Device, m *busdma.Map, buf []byte, segs [
 	t.Helper()
 	fill(buf, 3)
 	m.Sync(busdma.PreWrite)
-	if got := readSegs(t, d, segs); !bytes.Equal(got, buf) {
-		t.Fatalf("device read after PREWRITE differs from CPU buffer")
-	}
+	got := readSegs(t, d, segs)
+	require.Equal(t, buf, got, "device read after PREWRITE differs from CPU buffer")
 	m.Sync(busdma.PostWrite)
 	m.Sync(busdma.PreRead)
 	want := make([]byte, len(buf))
 	fill(want, 99)
 	writeSegs(t, d, segs, want)
 	m.Sync(busdma.PostRead)
-	if !bytes.Equal(buf, want) {
-		t.Fatalf("CPU buffer after POSTREAD differs from device write")
-	}
+	require.Equal(t, want, buf, "CPU buffer after POSTREAD differs from device write")
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

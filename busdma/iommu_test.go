@@ -33,23 +33,22 @@ func TestIOMMUFaultAfterUnload(t *testing.T) {
 		segs, err := m.Load(buf, nil)
 		require.NoError(t, err)
 		// ds_addr is an IOVA, not the physical address.
-		if pa, _ := s.Phys().PhysAddr(buf); segs[0].Addr == pa || len(segs) != 1 {
-			t.Fatalf("segs %v, physical %#x", segs, uint64(pa))
-		}
+		pa, _ := s.Phys().PhysAddr(buf)
+		require.False(t, segs[0].Addr == pa || len(segs) != 1, "segs %v, physical %#x", segs, uint64(pa))
 		roundTrip(t, d, m, buf, segs)
 		require.NoError(t, m.Unload())
 		// The NIC still holds the old address (D17901, "ixl(4) not
 		// responding to ping" under DMAR).
 		require.ErrorIs(t, d.Write(segs[0].Addr, []byte{1}), busdma.ErrFault, "checked=%v: write after unload", checked)
 		f := s.Faults()
-		if len(f) != 1 || f[0].Addr != segs[0].Addr || !f[0].Write || f[0].Device != "ixl0" {
-			t.Fatalf("faults %v", f)
-		}
+		require.Len(t, f, 1, "faults %v", f)
+		require.Equal(t, segs[0].Addr, f[0].Addr, "faults %v", f)
+		require.True(t, f[0].Write, "faults %v", f)
+		require.Equal(t, "ixl0", f[0].Device, "faults %v", f)
 		require.Equal(t, busdma.IOMMUStats{Maps: 1, Unmaps: 1, PagesMapped: 1, PagesUnmapped: 1, Faults: 1}, s.Stats())
 		if checked {
-			if n := c.Count(busdma.KindIOMMUFault); n != 1 || len(c.Reports()) != 1 {
-				t.Fatalf("reports %v", c.Reports())
-			}
+			n := c.Count(busdma.KindIOMMUFault)
+			require.False(t, n != 1 || len(c.Reports()) != 1, "reports %v", c.Reports())
 		}
 		require.NoError(t, d.Close())
 	}
@@ -63,9 +62,10 @@ func TestIOMMUSegmentsAndCounters(t *testing.T) {
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 5*4096, 4096)[100:]
 	segs, err := m.Load(buf, nil)
-	if err != nil || len(segs) != 1 || segs[0].Len != len(buf) || segs[0].Addr%4096 != 100 {
-		t.Fatalf("segs %v err %v", segs, err)
-	}
+	require.NoError(t, err, "segs %v err", segs)
+	require.Len(t, segs, 1, "segs %v err %v", segs, err)
+	require.Equal(t, len(buf), segs[0].Len, "segs %v err %v", segs, err)
+	require.Equal(t, busdma.BusAddr(100), segs[0].Addr%4096, "segs %v err %v", segs, err)
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
 	st := s.Stats()
@@ -79,14 +79,12 @@ func TestIOMMUSegmentsAndCounters(t *testing.T) {
 	require.NoError(t, err)
 	total := 0
 	for _, sg := range segs {
-		if sg.Len > 4096 || sg.Addr/8192 != (sg.Addr+busdma.BusAddr(sg.Len)-1)/8192 || sg.Addr > busdma.MaxAddr32 {
-			t.Fatalf("bad segment %v", sg)
-		}
+		require.LessOrEqual(t, sg.Len, 4096, "bad segment %v", sg)
+		require.Equal(t, (sg.Addr+busdma.BusAddr(sg.Len)-1)/8192, sg.Addr/8192, "bad segment %v", sg)
+		require.LessOrEqual(t, sg.Addr, busdma.MaxAddr32, "bad segment %v", sg)
 		total += sg.Len
 	}
-	if total != len(buf) {
-		t.Fatalf("segments cover %d of %d", total, len(buf))
-	}
+	require.Equal(t, len(buf), total, "segments cover %d of %d", total, len(buf))
 	roundTrip(t, d, m2, buf, segs)
 	_ = m2.Unload()
 
@@ -106,9 +104,8 @@ func TestIOMMUSpaceExhausted(t *testing.T) {
 	m1, m2 := mustMap(t, tag), mustMap(t, tag)
 	buf := mustAlloc(t, s, 3*4096, 4096)
 	require.NoError(t, errOf(m1.Load(buf, nil)))
-	if _, err := m2.Load(buf[:2*4096], nil); !errors.Is(err, busdma.ErrNoMem) || m2.Loaded() {
-		t.Fatalf("want ErrNoMem: %v", err)
-	}
+	_, err := m2.Load(buf[:2*4096], nil)
+	require.False(t, !errors.Is(err, busdma.ErrNoMem) || m2.Loaded(), "want ErrNoMem: %v", err)
 	_ = m1.Unload()
 	require.NoError(t, errOf(m2.Load(buf[:2*4096], nil)))
 	_ = m2.Unload()
@@ -125,9 +122,8 @@ func TestIOMMUCostCountsWork(t *testing.T) {
 	var segs []busdma.Segment
 	for range 10 {
 		var err error
-		if segs, err = m.Load(buf, segs[:0]); err != nil {
-			t.Fatal(err)
-		}
+		segs, err = m.Load(buf, segs[:0])
+		require.NoError(t, err)
 		_ = m.Unload()
 	}
 	require.Equal(t, busdma.IOMMUStats{Maps: 10, Unmaps: 10, PagesMapped: 10, PagesUnmapped: 10}, s.Stats())

@@ -23,45 +23,31 @@ func TestPageOfAddrManyBanks(t *testing.T) {
 			}
 		}
 	}
-	if !pm.buildBanks(64) {
-		t.Fatal("buildBanks")
-	}
-	if len(pm.banks) <= 4 {
-		t.Fatalf("only %d banks", len(pm.banks))
-	}
+	require.True(t, pm.buildBanks(64), "buildBanks")
+	require.Greater(t, len(pm.banks), 4, "only %d banks", len(pm.banks))
 	for i, a := range pm.phys {
-		if got := pm.pageOfAddr(a + 123); got != int32(i) {
-			t.Fatalf("page of %#x = %d, want %d", uint64(a), got, i)
-		}
+		got := pm.pageOfAddr(a + 123)
+		require.Equal(t, int32(i), got, "page of %#x = %d, want %d", uint64(a), got, i)
 		if !used[a+PageSize] {
-			if got := pm.pageOfAddr(a + PageSize); got != -1 {
-				t.Fatalf("absent frame %#x gave page %d", uint64(a+PageSize), got)
-			}
+			got := pm.pageOfAddr(a + PageSize)
+			require.Equal(t, int32(-1), got, "absent frame %#x gave page %d", uint64(a+PageSize), got)
 		}
 	}
-	if pm.pageOfAddr(0) != -1 && !used[0] {
-		t.Fatal("frame 0")
-	}
+	require.False(t, pm.pageOfAddr(0) != -1 && !used[0], "frame 0")
 	pm.phys[1] = pm.phys[0]
 	pm.banks = nil
-	if pm.buildBanks(64) {
-		t.Fatal("duplicate frame accepted")
-	}
+	require.False(t, pm.buildBanks(64), "duplicate frame accepted")
 }
 
 func TestStrings(t *testing.T) {
-	if s := (PreRead | PreWrite).String(); s != "PREREAD|PREWRITE" {
-		t.Fatal(s)
-	}
-	if s := (PostRead | PostWrite | 0x40).String(); s != "POSTREAD|POSTWRITE|?" {
-		t.Fatal(s)
-	}
-	if s := (&TagError{Field: "alignment", Value: 3, Msg: "not a power of two"}).Error(); s != "busdma: tag alignment=0x3: not a power of two" {
-		t.Fatal(s)
-	}
-	if ReportKind(0).String() != "unknown" || KindLeak.String() != "map-leaked-at-teardown" {
-		t.Fatal("ReportKind.String")
-	}
+	s := (PreRead | PreWrite).String()
+	require.Equal(t, "PREREAD|PREWRITE", s, s)
+	s = (PostRead | PostWrite | 0x40).String()
+	require.Equal(t, "POSTREAD|POSTWRITE|?", s, s)
+	s = (&TagError{Field: "alignment", Value: 3, Msg: "not a power of two"}).Error()
+	require.Equal(t, "busdma: tag alignment=0x3: not a power of two", s, s)
+	require.Equal(t, "unknown", ReportKind(0).String(), "ReportKind.String")
+	require.Equal(t, "map-leaked-at-teardown", KindLeak.String(), "ReportKind.String")
 }
 
 // Freeing everything coalesces the free list back into one extent, in any
@@ -74,9 +60,7 @@ func TestArenaCoalesces(t *testing.T) {
 	require.NoError(t, err)
 	small, err := s.Alloc(100, 8)
 	require.NoError(t, err)
-	if a.extents() < 2 {
-		t.Fatalf("%d free extents after carving chunks", a.extents())
-	}
+	require.GreaterOrEqual(t, a.extents(), 2, "%d free extents after carving chunks", a.extents())
 	for i := len(chunks) - 1; i >= 0; i -= 2 {
 		require.NoError(t, s.Free(chunks[i]))
 	}
@@ -84,7 +68,6 @@ func TestArenaCoalesces(t *testing.T) {
 	for i := len(chunks) - 2; i >= 0; i -= 2 {
 		require.NoError(t, s.Free(chunks[i]))
 	}
-	if n := a.extents(); n != 1 || a.allocated() != 0 {
-		t.Fatalf("after freeing all: %d extents, %d bytes allocated", n, a.allocated())
-	}
+	n := a.extents()
+	require.False(t, n != 1 || a.allocated() != 0, "after freeing all: %d extents, %d bytes allocated", n, a.allocated())
 }

@@ -24,23 +24,19 @@ func TestIdentitySpace(t *testing.T) {
 	segs, err := m.Load(frame, nil)
 	require.NoError(t, err)
 	wantSegs(t, segs, seg(2048, 2048))
-	if off, ok := s.Offset(frame); !ok || off != 2048 {
-		t.Fatalf("Offset %d %v", off, ok)
-	}
+	off, ok := s.Offset(frame)
+	require.False(t, !ok || off != 2048, "Offset %d %v", off, ok)
 	roundTrip(t, d, m, frame, segs)
 	_ = m.Unload()
 	// A buffer straddling two pages of the region is contiguous.
 	span := region[4000:5000]
-	if segs, err = m.Load(span, segs[:0]); err != nil {
-		t.Fatal(err)
-	}
+	segs, err = m.Load(span, segs[:0])
+	require.NoError(t, err)
 	wantSegs(t, segs, seg(4000, 1000))
 	_ = m.Unload()
 	dm, err := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 4096, MaxSize: 8192, NSegments: 1, MaxSegSize: 8192}).AllocMem()
 	require.NoError(t, err)
-	if dm.Paddr%4096 != 0 {
-		t.Fatalf("ring at %#x", uint64(dm.Paddr))
-	}
+	require.Zero(t, dm.Paddr%4096, "ring at %#x", uint64(dm.Paddr))
 	_ = dm.Free()
 	// Nothing bounces: a window below the region cannot be met.
 	low := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: 0xFFF, MaxSize: 4096, NSegments: 1, MaxSegSize: 4096})
@@ -72,12 +68,10 @@ func TestPagemapSpace(t *testing.T) {
 			buf := mustAlloc(t, s, 3*4096, 4096)[100:]
 			segs, err := m.Load(buf, nil)
 			require.NoError(t, err)
-			if pa, _ := s.PhysAddr(buf); segs[0].Addr != pa || pa == 0 {
-				t.Fatalf("first segment %v, physical %#x", segs[0], uint64(pa))
-			}
-			if !small && len(segs) != 1 {
-				t.Fatalf("one hugepage is physically contiguous: %v", segs)
-			}
+			pa, _ := s.PhysAddr(buf)
+			require.NotZero(t, pa, "physical address of the buffer")
+			require.Equal(t, pa, segs[0].Addr, "first segment %v, physical %#x", segs[0], uint64(pa))
+			require.False(t, !small && len(segs) != 1, "one hugepage is physically contiguous: %v", segs)
 			roundTrip(t, d, m, buf, segs)
 			_ = m.Unload()
 		})
@@ -90,7 +84,6 @@ func TestPagemapUnavailableSaysWhy(t *testing.T) {
 		_ = s.Close()
 		t.Skip("hugepages available here")
 	}
-	if !errors.Is(err, busdma.ErrUnavailable) || len(err.Error()) < len(busdma.ErrUnavailable.Error())+10 {
-		t.Fatalf("error %q should wrap ErrUnavailable with a reason", err)
-	}
+	require.ErrorIs(t, err, busdma.ErrUnavailable, "error %q should wrap ErrUnavailable with a reason", err)
+	require.GreaterOrEqual(t, len(err.Error()), len(busdma.ErrUnavailable.Error())+10, "error %q should wrap ErrUnavailable with a reason", err)
 }

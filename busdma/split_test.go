@@ -47,9 +47,8 @@ func TestLoadBoundaryClipping(t *testing.T) {
 	big := mustAlloc(t, s, 4*busdma.PageSize, busdma.PageSize)
 
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{Boundary: 4096, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
-	if got := tag.Config().MaxSegSize; got != 4096 {
-		t.Fatalf("boundary 4096 should clamp maxsegsz to 4096, got %d", got)
-	}
+	got := tag.Config().MaxSegSize
+	require.Equal(t, 4096, got, "boundary 4096 should clamp maxsegsz to 4096, got %d", got)
 	m := mustMap(t, tag)
 	buf := big[0x800 : 0x800+6000]
 	segs, err := m.Load(buf, nil)
@@ -84,9 +83,7 @@ func TestLoadScatteredPages(t *testing.T) {
 	var want []busdma.Segment
 	for off := 0; off < len(buf); {
 		pa, ok := s.PhysAddr(buf[off:])
-		if !ok {
-			t.Fatal("PhysAddr")
-		}
+		require.True(t, ok, "PhysAddr")
 		n := min(len(buf)-off, busdma.PageSize-int(pa%busdma.PageSize))
 		if k := len(want) - 1; k >= 0 && want[k].Addr+busdma.BusAddr(want[k].Len) == pa {
 			want[k].Len += n
@@ -95,9 +92,7 @@ func TestLoadScatteredPages(t *testing.T) {
 		}
 		off += n
 	}
-	if len(want) < 4 {
-		t.Fatalf("layout not scattered enough: %d runs", len(want))
-	}
+	require.GreaterOrEqual(t, len(want), 4, "layout not scattered enough: %d runs", len(want))
 	segs, err := m.Load(buf, nil)
 	require.NoError(t, err)
 	wantSegs(t, segs, want...)
@@ -110,12 +105,10 @@ func TestLoadScatteredPages(t *testing.T) {
 	pre := []busdma.Segment{seg(1, 1)}
 	got, err := mt.Load(buf, pre)
 	require.ErrorIs(t, err, busdma.ErrTooBig, "more segments than NSegments")
-	if len(got) != 1 || got[0] != pre[0] || mt.Loaded() {
-		t.Fatalf("failed load changed state: segs %v loaded %v", got, mt.Loaded())
-	}
-	if d.LoadedMaps() != 0 {
-		t.Fatalf("LoadedMaps = %d", d.LoadedMaps())
-	}
+	require.Len(t, got, 1, "failed load changed state: segs %v loaded %v", got, mt.Loaded())
+	require.Equal(t, pre[0], got[0], "failed load changed state: segs %v loaded %v", got, mt.Loaded())
+	require.False(t, mt.Loaded(), "failed load changed state: segs %v loaded %v", got, mt.Loaded())
+	require.Zero(t, d.LoadedMaps(), "LoadedMaps = %d", d.LoadedMaps())
 }
 
 func TestLoadNSegmentsExhausted(t *testing.T) {
@@ -126,34 +119,27 @@ func TestLoadNSegmentsExhausted(t *testing.T) {
 	require.ErrorIs(t, errOf(m.Load(buf, nil)), busdma.ErrTooBig)
 	segs, err := m.Load(buf[:2048], nil)
 	require.NoError(t, err)
-	if len(segs) != 2 {
-		t.Fatalf("segs %v", segs)
-	}
+	require.Len(t, segs, 2, "segs %v", segs)
 	_ = m.Unload()
 }
 
 func TestBounceHighPages(t *testing.T) {
 	s, d := simDev(t, busdma.SimConfig{Layout: busdma.LayoutHigh, BouncePages: 8})
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{LowAddr: busdma.MaxAddr32, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
-	if !tag.CouldBounce() {
-		t.Fatal("32-bit tag over memory above 4 GiB must be able to bounce")
-	}
+	require.True(t, tag.CouldBounce(), "32-bit tag over memory above 4 GiB must be able to bounce")
 	m := mustMap(t, tag)
 	buf := mustAlloc(t, s, 1500, 1)
 	segs, err := m.Load(buf, nil)
 	require.NoError(t, err)
 	wantSegs(t, segs, seg(bounceBase, 1500))
-	if st := s.BounceStats(); st.ActivePages != 1 {
-		t.Fatalf("active bounce pages %d", st.ActivePages)
-	}
+	st := s.BounceStats()
+	require.Equal(t, 1, st.ActivePages, "active bounce pages %d", st.ActivePages)
 	roundTrip(t, d, m, buf, segs)
-	if st := s.BounceStats(); st.TotalBounced != 2 {
-		t.Fatalf("total_bounced %d, want 2 (one PREWRITE, one POSTREAD)", st.TotalBounced)
-	}
+	st = s.BounceStats()
+	require.Equal(t, uint64(2), st.TotalBounced, "total_bounced %d, want 2 (one PREWRITE, one POSTREAD)", st.TotalBounced)
 	_ = m.Unload()
-	if st := s.BounceStats(); st.ActivePages != 0 || st.FreePages != 8 {
-		t.Fatalf("after unload: %+v", st)
-	}
+	st = s.BounceStats()
+	require.False(t, st.ActivePages != 0 || st.FreePages != 8, "after unload: %+v", st)
 }
 
 func TestBounceAdjacentPagesCoalesce(t *testing.T) {
@@ -180,9 +166,7 @@ func TestBounceAdjacentPagesCoalesce(t *testing.T) {
 func TestBounceMisaligned(t *testing.T) {
 	s, d := simDev(t, busdma.SimConfig{BouncePages: 8})
 	tag := mustTag(t, d.Tag(), busdma.TagConfig{Alignment: 64, MaxSize: 65536, NSegments: 8, MaxSegSize: 65536})
-	if !tag.CouldBounce() {
-		t.Fatal("alignment > 1 makes a tag able to bounce")
-	}
+	require.True(t, tag.CouldBounce(), "alignment > 1 makes a tag able to bounce")
 	big := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
 	m := mustMap(t, tag)
 
@@ -222,20 +206,16 @@ func TestBounceMixedLayout(t *testing.T) {
 			low++
 		}
 	}
-	if low == 0 || high == 0 {
-		t.Fatalf("mixed layout gave %d low and %d high pages", low, high)
-	}
+	require.NotZero(t, low, "mixed layout gave %d low and %d high pages", low, high)
+	require.NotZero(t, high, "mixed layout gave %d low and %d high pages", low, high)
 	m := mustMap(t, tag)
 	segs, err := m.Load(buf, nil)
 	require.NoError(t, err)
 	for _, sg := range segs {
-		if sg.Addr+busdma.BusAddr(sg.Len)-1 > busdma.MaxAddr32 {
-			t.Fatalf("segment %v above lowaddr", sg)
-		}
+		require.LessOrEqual(t, sg.Addr+busdma.BusAddr(sg.Len)-1, busdma.MaxAddr32, "segment %v above lowaddr", sg)
 	}
-	if st := s.BounceStats(); st.ActivePages != high {
-		t.Fatalf("bounced %d pages, want %d", st.ActivePages, high)
-	}
+	st := s.BounceStats()
+	require.Equal(t, high, st.ActivePages, "bounced %d pages, want %d", st.ActivePages, high)
 	roundTrip(t, d, m, buf, segs)
 	_ = m.Unload()
 }
@@ -246,16 +226,11 @@ func TestBouncePoolExhaustion(t *testing.T) {
 	m1, m2 := mustMap(t, tag), mustMap(t, tag)
 	b1 := mustAlloc(t, s, 3*busdma.PageSize, busdma.PageSize)
 	b2 := mustAlloc(t, s, 2*busdma.PageSize, busdma.PageSize)
-	if _, err := m1.Load(b1, nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errOf(m1.Load(b1, nil)))
 	require.ErrorIs(t, errOf(m2.Load(b2, nil)), busdma.ErrNoMem)
-	if m2.Loaded() {
-		t.Fatal("failed load left the map loaded")
-	}
-	if st := s.BounceStats(); st.FreePages != 1 || st.Failed != 1 {
-		t.Fatalf("stats %+v", st)
-	}
+	require.False(t, m2.Loaded(), "failed load left the map loaded")
+	st := s.BounceStats()
+	require.False(t, st.FreePages != 1 || st.Failed != 1, "stats %+v", st)
 	_ = m1.Unload()
 	segs, err := m2.Load(b2, nil)
 	require.NoError(t, err, "after unload")
@@ -285,9 +260,7 @@ func TestLoadMultiCoalescesAcrossBuffers(t *testing.T) {
 	m.Sync(busdma.PreWrite)
 	got := readSegs(t, d, segs)
 	want := append(append([]byte{}, big[:1500]...), other[:60]...)
-	if string(got) != string(want) {
-		t.Fatal("LoadMulti data mismatch")
-	}
+	require.Equal(t, string(want), string(got), "LoadMulti data mismatch")
 	_ = m.Unload()
 	small := mustMap(t, mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1000, NSegments: 8, MaxSegSize: 1000}))
 	require.ErrorIs(t, errOf(small.LoadMulti([][]byte{big[:600], other[:500]}, nil)), busdma.ErrInvalid, "LoadMulti beyond maxsize")

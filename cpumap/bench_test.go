@@ -1,6 +1,10 @@
 package cpumap
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
 
 // BenchmarkPlace measures one device attach and detach (get_ctx_core_offset,
 // all get_cpuid_for_queue calls, unref) on the 2-socket fixture. It is an
@@ -12,9 +16,7 @@ func BenchmarkPlace(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		pl, err := a.Place(req)
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		pl.Release()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/16, "ns/queue")
@@ -26,9 +28,7 @@ func BenchmarkL2Neighbor(b *testing.B) {
 	b.ReportAllocs()
 	cpu := 0
 	for b.Loop() {
-		if tp.L2Neighbor(cpu) < 0 {
-			b.Fatal("no neighbour")
-		}
+		require.GreaterOrEqual(b, tp.L2Neighbor(cpu), 0, "no neighbour")
 		cpu = (cpu + 1) & 31
 	}
 }

@@ -11,25 +11,18 @@ import (
 
 func TestCPUSetOps(t *testing.T) {
 	s := CPUSetOf(3, 64, 65, 1023, -1, 1024)
-	if s.Count() != 4 || s.First() != 3 || s.Last() != 1023 || s.Empty() {
-		t.Fatalf("count %d first %d last %d", s.Count(), s.First(), s.Last())
-	}
+	require.Equal(t, 4, s.Count(), "count %d first %d last %d", s.Count(), s.First(), s.Last())
+	require.Equal(t, 3, s.First(), "count %d first %d last %d", s.Count(), s.First(), s.Last())
+	require.Equal(t, 1023, s.Last(), "count %d first %d last %d", s.Count(), s.First(), s.Last())
+	require.False(t, s.Empty(), "count %d first %d last %d", s.Count(), s.First(), s.Last())
 	checkCPUs(t, "List", s.List(), []int{3, 64, 65, 1023})
-	if s.Next(3) != 64 || s.Next(65) != 1023 || s.Next(1023) != -1 || s.Next(-5) != 3 {
-		t.Errorf("Next: %d %d %d %d", s.Next(3), s.Next(65), s.Next(1023), s.Next(-5))
-	}
+	assert.False(t, s.Next(3) != 64 || s.Next(65) != 1023 || s.Next(1023) != -1 || s.Next(-5) != 3, "Next: %d %d %d %d", s.Next(3), s.Next(65), s.Next(1023), s.Next(-5))
 	s.Clear(64)
-	if s.Has(64) || !s.Has(65) || s.Has(-1) || s.Has(MaxCPUs) {
-		t.Error("Clear/Has")
-	}
+	assert.False(t, s.Has(64) || !s.Has(65) || s.Has(-1) || s.Has(MaxCPUs), "Clear/Has")
 	a, b := CPUSetOf(0, 1, 2), CPUSetOf(2, 3)
-	if a.And(b) != CPUSetOf(2) || a.Or(b) != CPUSetOf(0, 1, 2, 3) || !CPUSetOf(1).SubsetOf(a) || b.SubsetOf(a) {
-		t.Error("And/Or/SubsetOf")
-	}
+	assert.False(t, a.And(b) != CPUSetOf(2) || a.Or(b) != CPUSetOf(0, 1, 2, 3) || !CPUSetOf(1).SubsetOf(a) || b.SubsetOf(a), "And/Or/SubsetOf")
 	var e CPUSet
-	if !e.Empty() || e.First() != -1 || e.Last() != -1 || e.String() != "" || len(e.List()) != 0 {
-		t.Error("empty set")
-	}
+	assert.False(t, !e.Empty() || e.First() != -1 || e.Last() != -1 || e.String() != "" || len(e.List()) != 0, "empty set")
 }
 
 func TestCPUListRoundTrip(t *testing.T) {
@@ -44,17 +37,12 @@ func TestCPUListRoundTrip(t *testing.T) {
 	for in, want := range cases {
 		s, err := ParseCPUList(in)
 		require.NoError(t, err, "ParseCPUList(%q)", in)
-		if want != nil && !slices.Equal(s.List(), want) {
-			t.Errorf("ParseCPUList(%q) = %v, want %v", in, s.List(), want)
-		}
+		assert.False(t, want != nil && !slices.Equal(s.List(), want), "ParseCPUList(%q) = %v, want %v", in, s.List(), want)
 		back, err := ParseCPUList(s.String())
-		if err != nil || back != s {
-			t.Errorf("round trip of %q via %q: %v", in, s.String(), err)
-		}
+		assert.False(t, err != nil || back != s, "round trip of %q via %q: %v", in, s.String(), err)
 	}
-	if got := CPUSetOf(0, 1, 2, 3, 8, 10, 11).String(); got != "0-3,8,10-11" {
-		t.Errorf("String = %q", got)
-	}
+	got := CPUSetOf(0, 1, 2, 3, 8, 10, 11).String()
+	assert.Equal(t, "0-3,8,10-11", got, "String = %q", got)
 	for _, bad := range []string{"a", "1-", "-1", "3-1", "1,,2", "1 2", "0x1", "+1", "1-2-3", "1a", "99999999x"} {
 		_, err := ParseCPUList(bad)
 		assert.ErrorIs(t, err, ErrBadCPUList, "ParseCPUList(%q)", bad)
@@ -86,23 +74,14 @@ func FuzzParseCPUList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		s, err := ParseCPUList(in)
 		if err != nil {
-			if !errors.Is(err, ErrBadCPUList) && !errors.Is(err, ErrCPURange) {
-				t.Fatalf("unexpected error kind %v", err)
-			}
-			if !s.Empty() {
-				t.Fatal("non-empty set with error")
-			}
+			require.False(t, !errors.Is(err, ErrBadCPUList) && !errors.Is(err, ErrCPURange), "unexpected error kind %v", err)
+			require.True(t, s.Empty(), "non-empty set with error")
 			return
 		}
-		if s.Last() >= MaxCPUs {
-			t.Fatalf("member %d out of range", s.Last())
-		}
+		require.Less(t, s.Last(), MaxCPUs, "member %d out of range", s.Last())
 		back, err := ParseCPUList(s.String())
-		if err != nil || back != s {
-			t.Fatalf("%q -> %q -> %v, %v", in, s.String(), back, err)
-		}
-		if len(s.List()) != s.Count() {
-			t.Fatal("List and Count disagree")
-		}
+		require.NoError(t, err, "%q -> %q -> %v,", in, s.String(), back)
+		require.Equal(t, s, back, "%q -> %q -> %v, %v", in, s.String(), back, err)
+		require.Len(t, s.List(), s.Count(), "List and Count disagree")
 	})
 }

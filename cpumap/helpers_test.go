@@ -42,14 +42,10 @@ func checkNext(t testing.TB, a *Allocator, set CPUSet, want int) {
 	t.Helper()
 	next, _, ok := a.Next(set)
 	if want < 0 {
-		if ok {
-			t.Errorf("registry entry for %s exists (next %d), want none", set, next)
-		}
+		assert.False(t, ok, "registry entry for %s exists (next %d), want none", set, next)
 		return
 	}
-	if !ok || next != want {
-		t.Errorf("next_cpuid for %s = %d (entry %v), want %d", set, next, ok, want)
-	}
+	assert.False(t, !ok || next != want, "next_cpuid for %s = %d (entry %v), want %d", set, next, ok, want)
 }
 
 var behaviors = []Behavior{Intended, FreeBSD}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,20 +48,15 @@ func TestPinReadBack(t *testing.T) {
 			t.Skipf("pinning not permitted here: %v", err)
 		}
 		require.NoError(t, err, "cpu %d", cpu)
-		if pinned != CPUSetOf(cpu) {
-			t.Errorf("cpu %d: affinity while pinned %s", cpu, pinned)
-		}
-		if after != before {
-			t.Errorf("cpu %d: affinity after unpin %s, before %s", cpu, after, before)
-		}
+		assert.Equal(t, CPUSetOf(cpu), pinned, "cpu %d: affinity while pinned %s", cpu, pinned)
+		assert.Equal(t, before, after, "cpu %d: affinity after unpin %s, before %s", cpu, after, before)
 	}
 }
 
 func TestPinErrors(t *testing.T) {
 	for _, cpu := range []int{-1, MaxCPUs} {
-		if _, err := PinCurrentThread(cpu); !errors.Is(err, ErrCPURange) {
-			t.Errorf("PinCurrentThread(%d) = %v, want ErrCPURange", cpu, err)
-		}
+		_, err := PinCurrentThread(cpu)
+		assert.ErrorIs(t, err, ErrCPURange, "PinCurrentThread(%d) = %v, want ErrCPURange", cpu, err)
 	}
 	allowed, err := CurrentAffinity()
 	if err != nil {
@@ -76,13 +72,9 @@ func TestPinErrors(t *testing.T) {
 	if errors.Is(err, ErrPinNotPermitted) {
 		t.Skipf("not permitted: %v", err)
 	}
-	if !errors.Is(err, ErrCPUNotOnline) {
-		t.Fatalf("pin to disallowed cpu %d: %v, want ErrCPUNotOnline", off, err)
-	}
+	require.ErrorIs(t, err, ErrCPUNotOnline, "pin to disallowed cpu %d: %v, want ErrCPUNotOnline", off, err)
 	var pe *PinError
-	if !errors.As(err, &pe) || pe.CPU != off {
-		t.Errorf("error %v is not a *PinError for cpu %d", err, off)
-	}
+	assert.False(t, !errors.As(err, &pe) || pe.CPU != off, "error %v is not a *PinError for cpu %d", err, off)
 }
 
 // Issue 20 (still open from the first rounds): nested pins released in any

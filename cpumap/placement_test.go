@@ -1,10 +1,10 @@
 package cpumap
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,9 +40,7 @@ func TestWorkedExampleA(t *testing.T) {
 				checkCPUs(t, "rx", pl.RxCPU, c.rx)
 				checkCPUs(t, "tx", pl.TxCPU, c.tx)
 				checkNext(t, a, set, c.next)
-				if pl.Physical == c.fail || pl.CPUs != set || !pl.Registered || pl.Base != 0 {
-					t.Errorf("placement = %+v", pl)
-				}
+				assert.False(t, pl.Physical == c.fail || pl.CPUs != set || !pl.Registered || pl.Base != 0, "placement = %+v", pl)
 			})
 		}
 	}
@@ -65,9 +63,7 @@ func TestQuirkLogicalWithoutSeparate(t *testing.T) {
 		in := mustPlace(t, a, req)
 		checkCPUs(t, n.String()+" intended rx", in.RxCPU, []int{0, 1, 2, 3})
 		checkCPUs(t, n.String()+" intended tx", in.TxCPU, []int{0, 1, 2, 3})
-		if !in.Widened || in.CPUs != tp.Online() || in.Physical {
-			t.Errorf("%v: intended placement set %s widened %v physical %v", n, in.CPUs, in.Widened, in.Physical)
-		}
+		assert.False(t, !in.Widened || in.CPUs != tp.Online() || in.Physical, "%v: intended placement set %s widened %v physical %v", n, in.CPUs, in.Widened, in.Physical)
 		checkNext(t, a, tp.Online(), 4)
 		in2 := mustPlace(t, a, req)
 		checkCPUs(t, n.String()+" second NIC rx", in2.RxCPU, []int{4, 5, 6, 7})
@@ -167,9 +163,7 @@ func TestWorkedExampleD(t *testing.T) {
 			}
 			a := NewAllocator(fourByTwo(t, Adjacent), AllocatorOptions{Behavior: b})
 			pl := mustPlace(t, a, Request{Device: "nic0", RxQueues: 4, TxQueues: 4, Policy: Policy{CoreOffset: Offset(c.off)}})
-			if pl.Base != c.base || pl.Registered {
-				t.Errorf("%v offset %d: base %d registered %v, want base %d unregistered", b, c.off, pl.Base, pl.Registered, c.base)
-			}
+			assert.False(t, pl.Base != c.base || pl.Registered, "%v offset %d: base %d registered %v, want base %d unregistered", b, c.off, pl.Base, pl.Registered, c.base)
 			checkCPUs(t, fmt.Sprintf("%v offset %d rx", b, c.off), pl.RxCPU, c.cpus)
 			checkCPUs(t, fmt.Sprintf("%v offset %d tx", b, c.off), pl.TxCPU, c.cpus)
 			checkNext(t, a, CPUSetOf(0, 2, 4, 6), -1)
@@ -203,20 +197,14 @@ func TestQuirkOffsetOutsideSet(t *testing.T) {
 	for _, c := range cases {
 		fb := mustPlace(t, NewAllocator(tp, AllocatorOptions{Behavior: FreeBSD}),
 			Request{Device: "nic", RxQueues: 1, TxQueues: 1, CPUs: domain, CPUsArePhysical: true, Policy: Policy{CoreOffset: Offset(c.off)}})
-		if fb.Base != c.freebsd {
-			t.Errorf("freebsd offset %d: base %d, want %d", c.off, fb.Base, c.freebsd)
-		}
+		assert.Equal(t, c.freebsd, fb.Base, "freebsd offset %d: base %d, want %d", c.off, fb.Base, c.freebsd)
 		in, err := NewAllocator(tp, AllocatorOptions{}).Place(
 			Request{Device: "nic", RxQueues: 1, TxQueues: 1, CPUs: domain, CPUsArePhysical: true, Policy: Policy{CoreOffset: Offset(c.off)}})
 		if c.intendedRejected {
-			if !errors.Is(err, ErrCoreOffset) {
-				t.Errorf("intended offset %d: err %v, want ErrCoreOffset", c.off, err)
-			}
+			assert.ErrorIs(t, err, ErrCoreOffset, "intended offset %d: err %v, want ErrCoreOffset", c.off, err)
 			continue
 		}
-		if err != nil || in.Base != c.intend {
-			t.Errorf("intended offset %d: base %v err %v, want %d", c.off, in, err, c.intend)
-		}
+		assert.False(t, err != nil || in.Base != c.intend, "intended offset %d: base %v err %v, want %d", c.off, in, err, c.intend)
 	}
 }
 
@@ -246,9 +234,8 @@ func TestReleaseAndReattach(t *testing.T) {
 		checkCPUs(t, "nic1", p1.RxCPU, []int{2})
 		p0.Release()
 		p0.Release()
-		if _, refs, _ := a.Next(set); refs != 1 {
-			t.Errorf("%v: refcount after release %d, want 1", b, refs)
-		}
+		_, refs, _ := a.Next(set)
+		assert.Equal(t, 1, refs, "%v: refcount after release %d, want 1", b, refs)
 		p2 := mustPlace(t, a, Request{Device: "nic2", RxQueues: 1, TxQueues: 1})
 		checkCPUs(t, "nic2 (not rewound)", p2.RxCPU, []int{4})
 		p1.Release()
@@ -271,9 +258,7 @@ func TestQuirkOffsetDeviceRelease(t *testing.T) {
 		fixed := mustPlace(t, a, Request{Device: "fixed", RxQueues: 2, TxQueues: 2, Policy: Policy{CoreOffset: Offset(6)}})
 		fixed.Release()
 		next := mustPlace(t, a, Request{Device: "later", RxQueues: 2, TxQueues: 2})
-		if next.RxCPU[0] != want[b] {
-			t.Errorf("%v: device after the offset device's release starts at %d, want %d", b, next.RxCPU[0], want[b])
-		}
+		assert.Equal(t, want[b], next.RxCPU[0], "%v: device after the offset device's release starts at %d, want %d", b, next.RxCPU[0], want[b])
 		if b == Intended {
 			checkNext(t, a, set, 0)
 		}
@@ -290,9 +275,7 @@ func TestAtomL2Modules(t *testing.T) {
 		pl := mustPlace(t, a, Request{Device: "ix0", RxQueues: 4, TxQueues: 4, Policy: Policy{SeparateTxRx: true, UseLogicalCores: true}})
 		checkCPUs(t, "rx", pl.RxCPU, []int{0, 1, 2, 3})
 		checkCPUs(t, "tx", pl.TxCPU, []int{1, 0, 3, 2})
-		if pl.CoresConsumed != 4 {
-			t.Errorf("cores consumed %d, want 4", pl.CoresConsumed)
-		}
+		assert.Equal(t, 4, pl.CoresConsumed, "cores consumed %d, want 4", pl.CoresConsumed)
 		pl2 := mustPlace(t, a, Request{Device: "ix1", RxQueues: 4, TxQueues: 4, Policy: Policy{SeparateTxRx: true, UseLogicalCores: true}})
 		checkCPUs(t, "ix1 rx", pl2.RxCPU, []int{4, 5, 6, 7})
 		checkCPUs(t, "ix1 tx", pl2.TxCPU, []int{5, 4, 7, 6})
@@ -314,9 +297,8 @@ func TestQuirkMixedNeighbours(t *testing.T) {
 	tp, err := ParseSysfs(mixedFS())
 	require.NoError(t, err)
 	intr, phys := tp.IntrCPUs()
-	if intr != CPUSetOf(0, 2, 3) || !phys {
-		t.Fatalf("IntrCPUs = %s %v", intr, phys)
-	}
+	require.Equal(t, CPUSetOf(0, 2, 3), intr, "IntrCPUs = %s %v", intr, phys)
+	require.True(t, phys, "IntrCPUs = %s %v", intr, phys)
 	want := map[Behavior][]int{FreeBSD: {1, 2, 3}, Intended: {1, 0, 2}}
 	for _, b := range behaviors {
 		pl := mustPlace(t, NewAllocator(tp, AllocatorOptions{Behavior: b}),

@@ -17,32 +17,24 @@ import (
 // in the set.
 func checkInvariants(t testing.TB, tp *Topology, pl *Placement) {
 	t.Helper()
-	if !pl.CPUs.Has(pl.Base) {
-		t.Fatalf("base %d not in %s", pl.Base, pl.CPUs)
-	}
+	require.True(t, pl.CPUs.Has(pl.Base), "base %d not in %s", pl.Base, pl.CPUs)
 	for q, c := range pl.RxCPU {
-		if !pl.CPUs.Has(c) {
-			t.Fatalf("rxq%d on %d, not in %s", q, c, pl.CPUs)
-		}
+		require.True(t, pl.CPUs.Has(c), "rxq%d on %d, not in %s", q, c, pl.CPUs)
 	}
 	for q, c := range pl.TxCPU {
 		if pl.CPUs.Has(c) {
 			continue
 		}
-		if q >= len(pl.RxCPU) || tp.L2Neighbor(pl.RxCPU[q]) != c {
-			t.Fatalf("txq%d on %d: not in %s and not the L2 neighbour of rxq%d", q, c, pl.CPUs, q)
-		}
+		require.Less(t, q, len(pl.RxCPU), "txq%d on %d: not in %s and not the L2 neighbour of rxq%d", q, c, pl.CPUs, q)
+		require.Equal(t, c, tp.L2Neighbor(pl.RxCPU[q]), "txq%d on %d: not in %s and not the L2 neighbour of rxq%d", q, c, pl.CPUs, q)
 	}
 	if !pl.Policy.SeparateTxRx {
 		for q := 0; q < min(len(pl.RxCPU), len(pl.TxCPU)); q++ {
-			if pl.RxCPU[q] != pl.TxCPU[q] {
-				t.Fatalf("pair %d split: rx %d tx %d", q, pl.RxCPU[q], pl.TxCPU[q])
-			}
+			require.Equal(t, pl.TxCPU[q], pl.RxCPU[q], "pair %d split: rx %d tx %d", q, pl.RxCPU[q], pl.TxCPU[q])
 		}
 	}
-	if pl.CoresConsumed < 1 || pl.CoresConsumed > pl.CPUs.Count() {
-		t.Fatalf("cores consumed %d of %d", pl.CoresConsumed, pl.CPUs.Count())
-	}
+	require.GreaterOrEqual(t, pl.CoresConsumed, 1, "cores consumed %d of %d", pl.CoresConsumed, pl.CPUs.Count())
+	require.LessOrEqual(t, pl.CoresConsumed, pl.CPUs.Count(), "cores consumed %d of %d", pl.CoresConsumed, pl.CPUs.Count())
 }
 
 func randomTopology(r *rand.Rand) (*Topology, error) {
@@ -80,9 +72,8 @@ func TestPlacementProperties(t *testing.T) {
 			before, _, had := in.Next(func() CPUSet { s, _ := tp.IntrCPUs(); return s }())
 			p1, err1 := in.Place(req)
 			p2, err2 := fb.Place(req)
-			if err1 != nil || err2 != nil {
-				t.Fatalf("case %d: %v %v", i, err1, err2)
-			}
+			require.NoError(t, err1, "case %d: %v %v", i, err1, err2)
+			require.NoError(t, err2, "case %d: %v", i, err1)
 			checkInvariants(t, tp, p1)
 			checkInvariants(t, tp, p2)
 			checkCPUs(t, "rx agree", p1.RxCPU, p2.RxCPU)
@@ -90,9 +81,7 @@ func TestPlacementProperties(t *testing.T) {
 			if !had {
 				before = p1.CPUs.First()
 			}
-			if p1.Base != before {
-				t.Fatalf("case %d: base %d, registry said %d", i, p1.Base, before)
-			}
+			require.Equal(t, before, p1.Base, "case %d: base %d, registry said %d", i, p1.Base, before)
 			// With logical cores on, invariants still hold in both modes.
 			req.Policy.UseLogicalCores = true
 			for _, a := range []*Allocator{inL, fbL} {
@@ -119,8 +108,7 @@ func TestConcurrentPlace(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				pl, err := a.Place(Request{Device: fmt.Sprintf("nic%d.%d", w, i), RxQueues: 1, TxQueues: 1})
-				if err != nil {
-					t.Error(err)
+				if !assert.NoError(t, err) {
 					return
 				}
 				mu.Lock()
@@ -132,13 +120,10 @@ func TestConcurrentPlace(t *testing.T) {
 	}
 	wg.Wait()
 	for _, c := range []int{0, 2, 4, 6} {
-		if count[c] != workers*each/4 {
-			t.Errorf("cpu %d got %d devices, want %d (%v)", c, count[c], workers*each/4, count)
-		}
+		assert.Equal(t, workers*each/4, count[c], "cpu %d got %d devices, want %d (%v)", c, count[c], workers*each/4, count)
 	}
-	if _, refs, _ := a.Next(CPUSetOf(0, 2, 4, 6)); refs != workers*each {
-		t.Errorf("refcount %d, want %d", refs, workers*each)
-	}
+	_, refs, _ := a.Next(CPUSetOf(0, 2, 4, 6))
+	assert.Equal(t, workers*each, refs, "refcount %d, want %d", refs, workers*each)
 	for _, pl := range placed {
 		wg.Go(pl.Release)
 		wg.Go(pl.Release) // double release from another goroutine
@@ -167,21 +152,17 @@ func TestPlaceErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		pl, err := a.Place(c.req)
-		if !errors.Is(err, c.want) || pl != nil {
-			t.Errorf("Place(%+v) = %v, %v; want %v", c.req, pl, err, c.want)
-		}
+		assert.False(t, !errors.Is(err, c.want) || pl != nil, "Place(%+v) = %v, %v; want %v", c.req, pl, err, c.want)
 	}
 	var oe *OffsetError
-	if _, err := a.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(99)}}); !errors.As(err, &oe) || oe.Offset != 99 || oe.Max != 7 {
-		t.Errorf("OffsetError = %+v", oe)
-	}
+	_, err := a.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(99)}})
+	assert.False(t, !errors.As(err, &oe) || oe.Offset != 99 || oe.Max != 7, "OffsetError = %+v", oe)
 	fb := NewAllocator(tp, AllocatorOptions{Behavior: FreeBSD})
 	for _, off := range []int{-1, 0xffff, 1 << 20} {
 		assert.ErrorIs(t, errOf(fb.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(off)}})), ErrCoreOffset, "freebsd offset %#x", off)
 	}
-	if pl, err := fb.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(0xfffe)}}); err != nil || pl.Base != 0xfffe%7 {
-		t.Errorf("freebsd offset 0xfffe: %v %v", pl, err)
-	}
+	pl, err := fb.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(0xfffe)}})
+	assert.False(t, err != nil || pl.Base != 0xfffe%7, "freebsd offset 0xfffe: %v %v", pl, err)
 	// Errors left the registry as it was: one device, next at 2.
 	checkNext(t, a, CPUSetOf(0, 2, 4, 6), 2)
 	assert.ErrorIs(t, errOf(NewAllocator(nil, AllocatorOptions{}).Place(Request{RxQueues: 1, TxQueues: 1})), ErrEmptyCPUSet, "nil topology")
@@ -203,12 +184,9 @@ func TestSyntheticErrors(t *testing.T) {
 		assert.ErrorIs(t, errOf(Flat(n)), ErrBadSynthetic, "Flat(%d) =", n)
 	}
 	f, err := Flat(3)
-	if err != nil || f.SMTKnown() || f.NumCores() != 3 || f.L2Neighbor(1) != -1 {
-		t.Errorf("Flat(3) = %v, %v", f, err)
-	}
-	if intr, phys := f.IntrCPUs(); phys || intr != CPUSetOf(0, 1, 2) {
-		t.Errorf("Flat IntrCPUs %s %v", intr, phys)
-	}
+	assert.False(t, err != nil || f.SMTKnown() || f.NumCores() != 3 || f.L2Neighbor(1) != -1, "Flat(3) = %v, %v", f, err)
+	intr, phys := f.IntrCPUs()
+	assert.False(t, phys || intr != CPUSetOf(0, 1, 2), "Flat IntrCPUs %s %v", intr, phys)
 }
 
 // FuzzPlace places random devices on random synthetic machines and checks
@@ -236,9 +214,7 @@ func FuzzPlace(f *testing.F) {
 		for range 2 {
 			pl, err := a.Place(Request{Device: "f", RxQueues: int(nrx % 300), TxQueues: int(ntx % 300), Policy: pol})
 			if err != nil {
-				if !errors.Is(err, ErrQueueCount) && !errors.Is(err, ErrCoreOffset) && !errors.Is(err, ErrBehavior) {
-					t.Fatal(err)
-				}
+				require.False(t, !errors.Is(err, ErrQueueCount) && !errors.Is(err, ErrCoreOffset) && !errors.Is(err, ErrBehavior), err)
 				return
 			}
 			if b == BeforeD24094 {

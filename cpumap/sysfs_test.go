@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,24 +51,17 @@ func TestFixtures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tp := fixture(t, c.name)
-			if tp.NumCPUs() != c.cpus || tp.NumCores() != c.cores || tp.NumPackages() != c.pkgs {
-				t.Errorf("counts %d/%d/%d, want %d/%d/%d", tp.NumCPUs(), tp.NumCores(), tp.NumPackages(), c.cpus, c.cores, c.pkgs)
-			}
-			if tp.SMTKnown() != c.smt || tp.CacheKnown() != c.cache || tp.CacheLineSize() != c.lineSize || tp.Source() != "sysfs" {
-				t.Errorf("smt %v cache %v line %d source %s", tp.SMTKnown(), tp.CacheKnown(), tp.CacheLineSize(), tp.Source())
-			}
-			if intr, phys := tp.IntrCPUs(); intr != c.intr || !phys {
-				t.Errorf("IntrCPUs = %s %v, want %s true", intr, phys, c.intr)
-			}
+			assert.False(t, tp.NumCPUs() != c.cpus || tp.NumCores() != c.cores || tp.NumPackages() != c.pkgs, "counts %d/%d/%d, want %d/%d/%d", tp.NumCPUs(), tp.NumCores(), tp.NumPackages(), c.cpus, c.cores, c.pkgs)
+			assert.False(t, tp.SMTKnown() != c.smt || tp.CacheKnown() != c.cache || tp.CacheLineSize() != c.lineSize || tp.Source() != "sysfs", "smt %v cache %v line %d source %s", tp.SMTKnown(), tp.CacheKnown(), tp.CacheLineSize(), tp.Source())
+			intr, phys := tp.IntrCPUs()
+			assert.False(t, intr != c.intr || !phys, "IntrCPUs = %s %v, want %s true", intr, phys, c.intr)
 			checkCPUs(t, "L2 neighbours", neighbours(tp), c.neighbours)
 			if c.sameAs != nil {
 				syn := synth(t, *c.sameAs)
 				got, want := tp.CPUs(), syn.CPUs()
 				for i := range want {
 					g, w := got[i], want[i]
-					if g.ID != w.ID || g.Package != w.Package || g.Core != w.Core || g.Thread != w.Thread || g.L2 != w.L2 {
-						t.Errorf("cpu %d = %+v, synthetic equivalent %+v", i, g, w)
-					}
+					assert.False(t, g.ID != w.ID || g.Package != w.Package || g.Core != w.Core || g.Thread != w.Thread || g.L2 != w.L2, "cpu %d = %+v, synthetic equivalent %+v", i, g, w)
 				}
 				checkCPUs(t, "synthetic neighbours", neighbours(syn), c.neighbours)
 			}
@@ -80,27 +74,20 @@ func TestFixtures(t *testing.T) {
 func TestServerGroupTree(t *testing.T) {
 	tp := fixture(t, "server-2s")
 	r := tp.Root()
-	if r.Level != ShareNone || r.Count != 32 || len(r.Children) != 2 {
-		t.Fatalf("root level %d count %d children %d", r.Level, r.Count, len(r.Children))
-	}
+	require.Zero(t, r.Level, "root level %d count %d children %d", r.Level, r.Count, len(r.Children))
+	require.Equal(t, 32, r.Count, "root level %d count %d children %d", r.Level, r.Count, len(r.Children))
+	require.Len(t, r.Children, 2, "root level %d count %d children %d", r.Level, r.Count, len(r.Children))
 	for i, pkg := range r.Children {
-		if pkg.Level != ShareL3 || pkg.Count != 16 || len(pkg.Children) != 8 || pkg.Mask.First() != i {
-			t.Errorf("package %d: level %d count %d children %d first %d", i, pkg.Level, pkg.Count, len(pkg.Children), pkg.Mask.First())
-		}
+		assert.False(t, pkg.Level != ShareL3 || pkg.Count != 16 || len(pkg.Children) != 8 || pkg.Mask.First() != i, "package %d: level %d count %d children %d first %d", i, pkg.Level, pkg.Count, len(pkg.Children), pkg.Mask.First())
 		for _, core := range pkg.Children {
-			if core.Level != ShareL1 || core.Count != 2 || core.Children != nil {
-				t.Errorf("core %s: level %d count %d", core.Mask, core.Level, core.Count)
-			}
+			assert.False(t, core.Level != ShareL1 || core.Count != 2 || core.Children != nil, "core %s: level %d count %d", core.Mask, core.Level, core.Count)
 		}
 	}
 	c17, _ := tp.CPU(17)
-	if c17.Package != 1 || c17.CoreID != 0 || c17.Thread != 1 {
-		t.Errorf("cpu17 = %+v", c17)
-	}
+	assert.False(t, c17.Package != 1 || c17.CoreID != 0 || c17.Thread != 1, "cpu17 = %+v", c17)
 	c9, _ := tp.CPU(9)
-	if c9.CoreID != 8 { // core_id gap: 0-3, 8-11
-		t.Errorf("cpu9 core_id %d, want 8", c9.CoreID)
-	}
+	// core_id gap: 0-3, 8-11
+	assert.Equal(t, 8, c9.CoreID, "cpu9 core_id %d, want 8", c9.CoreID)
 }
 
 // Placing on one socket of the server, as bus_get_cpus narrows INTR_CPUS to
@@ -196,14 +183,10 @@ func TestMalformedSysfs(t *testing.T) {
 			m := loadMapFS(t, "desktop-4c8t")
 			c.edit(m)
 			tp, err := ParseSysfs(m)
-			if !errors.Is(err, ErrMalformedSysfs) {
-				t.Fatalf("err = %v (topology %v), want ErrMalformedSysfs", err, tp != nil)
-			}
+			require.ErrorIs(t, err, ErrMalformedSysfs, "err = %v (topology %v), want ErrMalformedSysfs", err, tp != nil)
 			t.Log(err)
 			se, ok := errors.AsType[*SysfsError](err)
-			if !ok || !strings.HasPrefix(se.Path, c.path) {
-				t.Errorf("error %v does not name %s", err, c.path)
-			}
+			assert.False(t, !ok || !strings.HasPrefix(se.Path, c.path), "error %v does not name %s", err, c.path)
 		})
 	}
 }
@@ -220,9 +203,7 @@ func TestSysfsMissingOptional(t *testing.T) {
 	}
 	tp, err := ParseSysfs(m)
 	require.NoError(t, err)
-	if tp.CacheKnown() || !tp.SMTKnown() || tp.L2Neighbor(0) != 4 || tp.CacheLineSize() != defaultLineSize {
-		t.Errorf("no cache: known %v smt %v neighbour(0) %d line %d", tp.CacheKnown(), tp.SMTKnown(), tp.L2Neighbor(0), tp.CacheLineSize())
-	}
+	assert.False(t, tp.CacheKnown() || !tp.SMTKnown() || tp.L2Neighbor(0) != 4 || tp.CacheLineSize() != defaultLineSize, "no cache: known %v smt %v neighbour(0) %d line %d", tp.CacheKnown(), tp.SMTKnown(), tp.L2Neighbor(0), tp.CacheLineSize())
 	for p := range m {
 		if strings.HasSuffix(p, "siblings_list") || strings.HasSuffix(p, "core_cpus_list") {
 			delete(m, p)
@@ -234,9 +215,7 @@ func TestSysfsMissingOptional(t *testing.T) {
 	tp, err = ParseSysfs(m)
 	require.NoError(t, err)
 	intr, phys := tp.IntrCPUs()
-	if tp.SMTKnown() || phys || intr != tp.Online() || tp.NumCores() != 8 || tp.NumPackages() != 1 || tp.L2Neighbor(0) != -1 {
-		t.Errorf("no siblings: smt %v intr %s phys %v cores %d", tp.SMTKnown(), intr, phys, tp.NumCores())
-	}
+	assert.False(t, tp.SMTKnown() || phys || intr != tp.Online() || tp.NumCores() != 8 || tp.NumPackages() != 1 || tp.L2Neighbor(0) != -1, "no siblings: smt %v intr %s phys %v cores %d", tp.SMTKnown(), intr, phys, tp.NumCores())
 }
 
 // Offline CPUs: sibling and cache lists name CPUs that are not online; they
@@ -246,24 +225,18 @@ func TestSysfsOfflineSibling(t *testing.T) {
 	m["online"].Data = []byte("0-6\n")
 	tp, err := ParseSysfs(m)
 	require.NoError(t, err)
-	if got := tp.Siblings(3); got != CPUSetOf(3) {
-		t.Errorf("siblings of 3 with 7 offline = %s", got)
-	}
-	if tp.L2Neighbor(3) != -1 || tp.L2Neighbor(2) != 6 {
-		t.Errorf("neighbours: 3→%d 2→%d", tp.L2Neighbor(3), tp.L2Neighbor(2))
-	}
-	if _, ok := tp.CPU(7); ok {
-		t.Error("offline cpu7 present")
-	}
+	got := tp.Siblings(3)
+	assert.Equal(t, CPUSetOf(3), got, "siblings of 3 with 7 offline = %s", got)
+	assert.False(t, tp.L2Neighbor(3) != -1 || tp.L2Neighbor(2) != 6, "neighbours: 3→%d 2→%d", tp.L2Neighbor(3), tp.L2Neighbor(2))
+	_, ok := tp.CPU(7)
+	assert.False(t, ok, "offline cpu7 present")
 }
 
 func TestDiscover(t *testing.T) {
 	tp, err := Discover()
 	require.NoError(t, err)
-	if tp.NumCPUs() < 1 || tp.Online().Empty() {
-		t.Fatalf("Discover: %v", tp)
-	}
-	if _, err := os.Stat(SysfsCPUDir + "/online"); err == nil && tp.Source() != "sysfs" {
-		t.Errorf("source %s with sysfs present", tp.Source())
-	}
+	require.GreaterOrEqual(t, tp.NumCPUs(), 1, "Discover: %v", tp)
+	require.False(t, tp.Online().Empty(), "Discover: %v", tp)
+	_, err = os.Stat(SysfsCPUDir + "/online")
+	assert.False(t, err == nil && tp.Source() != "sysfs", "source %s with sysfs present", tp.Source())
 }

@@ -3,6 +3,8 @@ package prefetch
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzPrefetch checks the one property a prefetch has: any address and any
@@ -23,9 +25,7 @@ func FuzzPrefetch(f *testing.F) {
 		// The same count from inside a live object, running past its end.
 		Lines(unsafe.Pointer(&guard[int(addr%uint64(len(guard)))]), int(n))
 		for i, v := range guard {
-			if v != byte(i) {
-				t.Fatalf("guard[%d] = %d after prefetch, want %d", i, v, byte(i))
-			}
+			require.Equal(t, byte(i), v, "guard[%d] = %d after prefetch, want %d", i, v, byte(i))
 		}
 	})
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // oddAddrs are addresses no Go program may dereference: nil, an unaligned
@@ -30,28 +33,18 @@ var oddAddrs = func() []uintptr {
 
 func TestEnabledMatchesBuild(t *testing.T) {
 	want := (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") && !puregoTag
-	if Enabled != want {
-		t.Fatalf("Enabled = %v on %s (purego=%v), want %v", Enabled, runtime.GOARCH, puregoTag, want)
-	}
+	require.Equal(t, Enabled, want, "Enabled = %v on %s (purego=%v), want %v", Enabled, runtime.GOARCH, puregoTag, want)
 }
 
 func TestCacheLineSize(t *testing.T) {
 	switch runtime.GOARCH {
 	case "amd64":
-		if CacheLineSize != 64 {
-			t.Fatalf("CacheLineSize = %d on amd64, want 64 (CACHE_LINE_SIZE)", CacheLineSize)
-		}
+		require.Equal(t, uintptr(64), CacheLineSize, "CacheLineSize = %d on amd64, want 64 (CACHE_LINE_SIZE)", CacheLineSize)
 	case "arm64":
-		if CacheLineSize != 128 {
-			t.Fatalf("CacheLineSize = %d on arm64, want 128 (CACHE_LINE_SIZE)", CacheLineSize)
-		}
+		require.Equal(t, uintptr(128), CacheLineSize, "CacheLineSize = %d on arm64, want 128 (CACHE_LINE_SIZE)", CacheLineSize)
 	}
-	if CacheLineSize&(CacheLineSize-1) != 0 {
-		t.Fatalf("CacheLineSize = %d is not a power of two", CacheLineSize)
-	}
-	if Enabled && (CacheLineSize < stride || CacheLineSize%stride != 0) {
-		t.Fatalf("CacheLineSize = %d is not a multiple of the %d-byte prefetch stride", CacheLineSize, stride)
-	}
+	require.Equal(t, uintptr(0), CacheLineSize&(CacheLineSize-1), "CacheLineSize = %d is not a power of two", CacheLineSize)
+	require.False(t, Enabled && (CacheLineSize < stride || CacheLineSize%stride != 0), "CacheLineSize = %d is not a multiple of the %d-byte prefetch stride", CacheLineSize, stride)
 }
 
 func TestOddAddressesDoNotFault(t *testing.T) {
@@ -81,7 +74,7 @@ func TestLinesHugeCountIsClamped(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Lines with a huge count did not return")
+		require.FailNow(t, "Lines with a huge count did not return")
 	}
 }
 
@@ -132,9 +125,7 @@ func TestMemoryUnchanged(t *testing.T) {
 		Ptr(&buf[i])
 	}
 	for i := range buf {
-		if buf[i] != byte(i*7+3) {
-			t.Fatalf("buf[%d] = %d after prefetch, want %d", i, buf[i], byte(i*7+3))
-		}
+		require.Equal(t, byte(i*7+3), buf[i], "buf[%d] = %d after prefetch, want %d", i, buf[i], byte(i*7+3))
 	}
 }
 
@@ -148,9 +139,8 @@ func TestNoAllocations(t *testing.T) {
 		"Bytes":   func() { Bytes(x[8:]) },
 		"Ptr":     func() { Ptr(&x[3]) },
 	} {
-		if n := testing.AllocsPerRun(100, f); n != 0 {
-			t.Errorf("%s allocates %v times per call, want 0", name, n)
-		}
+		n := testing.AllocsPerRun(100, f)
+		assert.False(t, n != 0, "%s allocates %v times per call, want 0", name, n)
 	}
 }
 
@@ -171,7 +161,6 @@ func TestTypedHelpers(t *testing.T) {
 		Ptr(&local.data[64])
 		Bytes(local.data[:])
 	}
-	if n := testing.AllocsPerRun(100, f); n != 0 {
-		t.Errorf("Ptr/Bytes of a local: %v allocations per run, want 0 (the argument escaped)", n)
-	}
+	n := testing.AllocsPerRun(100, f)
+	assert.False(t, n != 0, "Ptr/Bytes of a local: %v allocations per run, want 0 (the argument escaped)", n)
 }

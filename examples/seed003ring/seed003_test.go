@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // benchCost is the per-packet work of the benchmark: encap and packet
@@ -26,9 +29,7 @@ func BenchmarkSeed003(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/fanin=%d", v.name, fanIn), func(b *testing.B) {
 				b.ReportAllocs()
 				res, err := run(v, fanIn, b.N, benchCost, seconds)
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				b.ReportMetric(res.itemsPerSec(), "items/s")
 				b.ReportMetric(res.cpuNsPerItem(), "cpu-ns/item")
 				b.ReportMetric(100*res.dropFraction(), "drop-%")
@@ -45,12 +46,8 @@ func TestEveryPacketAccountedFor(t *testing.T) {
 	for _, v := range variants {
 		for _, fanIn := range fanIns {
 			res, err := run(v, fanIn, 2000, cost{encap: 1, gen: 1}, seconds)
-			if err != nil {
-				t.Fatalf("%s fan-in %d: %v (%+v)", v.name, fanIn, err, res)
-			}
-			if v.name != "mpring" && v.name != "mpring-abdicate" && res.dropped != 0 {
-				t.Errorf("%s fan-in %d dropped %d", v.name, fanIn, res.dropped)
-			}
+			require.NoError(t, err, "%s fan-in %d: %v (%+v)", v.name, fanIn, err, res)
+			assert.False(t, v.name != "mpring" && v.name != "mpring-abdicate" && res.dropped != 0, "%s fan-in %d dropped %d", v.name, fanIn, res.dropped)
 		}
 	}
 }
@@ -60,9 +57,8 @@ func TestMedian(t *testing.T) {
 		in   []float64
 		want float64
 	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := median(c.in); got != c.want {
-			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
-		}
+		got := median(c.in)
+		assert.False(t, got != c.want, "median(%v) = %v, want %v", c.in, got, c.want)
 	}
 }
 

@@ -1,10 +1,12 @@
 package seedbench
 
 import (
-	"errors"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
 	"github.com/goiflib/goiflib/internal/cputime"
@@ -16,28 +18,14 @@ import (
 func TestSeed003Smoke(t *testing.T) {
 	for _, mode := range TxModes {
 		r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: mode}, ZonePkts: 8192, Checker: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		res := r.RunSenders(4, 150*time.Millisecond)
-		if err := r.Close(); err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
-		if res.Frames == 0 {
-			t.Errorf("%s: no frames on the wire", mode)
-		}
-		if res.Drops > res.Attempts || res.Frames > res.Attempts {
-			t.Errorf("%s: %d frames and %d drops of %d attempts", mode, res.Frames, res.Drops, res.Attempts)
-		}
-		if mode == iflib.TxModeDRBR && res.Drops != 0 {
-			t.Errorf("drbr refused %d transmits; it should block instead", res.Drops)
-		}
-		if cputime.Supported && (res.CPU <= 0 || res.CPUNsPerPkt() <= 0) {
-			t.Errorf("%s: CPU time %v over the window", mode, res.CPU)
-		}
-		if res.FrameLen != FanInFrameLen || res.Gbps() <= 0 {
-			t.Errorf("%s: frame length %d, %.2f Gb/s", mode, res.FrameLen, res.Gbps())
-		}
+		require.NoError(t, r.Close(), "%s", mode)
+		assert.NotZero(t, res.Frames, "%s: no frames on the wire", mode)
+		assert.False(t, res.Drops > res.Attempts || res.Frames > res.Attempts, "%s: %d frames and %d drops of %d attempts", mode, res.Frames, res.Drops, res.Attempts)
+		assert.False(t, mode == iflib.TxModeDRBR && res.Drops != 0, "drbr refused %d transmits; it should block instead", res.Drops)
+		assert.False(t, cputime.Supported && (res.CPU <= 0 || res.CPUNsPerPkt() <= 0), "%s: CPU time %v over the window", mode, res.CPU)
+		assert.False(t, res.FrameLen != FanInFrameLen || res.Gbps() <= 0, "%s: frame length %d, %.2f Gb/s", mode, res.FrameLen, res.Gbps())
 	}
 }
 
@@ -45,23 +33,17 @@ func TestSeed003Smoke(t *testing.T) {
 // and every accepted one reaches the wire.
 func TestTxRigCount(t *testing.T) {
 	r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: iflib.TxModeDRBR}, FrameLen: 1514, ZonePkts: 4096, Checker: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	res := r.RunCount(3, 5000)
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if res.Attempts != 5000 || res.Frames != res.Attempts-res.Drops {
-		t.Fatalf("attempts %d, frames %d, drops %d; want 5000 attempts, every accepted frame on the wire", res.Attempts, res.Frames, res.Drops)
-	}
+	require.NoError(t, r.Close())
+	require.Equal(t, uint64(5000), res.Attempts, "attempts %d, frames %d, drops %d; want 5000 attempts, every accepted frame on the wire", res.Attempts, res.Frames, res.Drops)
+	require.Equal(t, res.Attempts-res.Drops, res.Frames, "attempts %d, frames %d, drops %d; want 5000 attempts, every accepted frame on the wire", res.Attempts, res.Frames, res.Drops)
 }
 
 func TestTxRigBadOptions(t *testing.T) {
 	for _, o := range []TxOptions{{FrameLen: 42}, {FrameLen: 42 + iflib.MCLBytes + 1}, {ZonePkts: 10}} {
-		if _, err := NewTxRig(o); !errors.Is(err, ErrTxOpts) {
-			t.Errorf("%+v: err %v, want ErrTxOpts", o, err)
-		}
+		_, err := NewTxRig(o)
+		assert.ErrorIs(t, err, ErrTxOpts, "%+v: err %v, want ErrTxOpts", o, err)
 	}
 }
 
@@ -76,16 +58,12 @@ func BenchmarkSeed003(b *testing.B) {
 		for _, n := range FanIns {
 			b.Run(mode.String()+"/senders="+strconv.Itoa(n), func(b *testing.B) {
 				r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: mode}})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				b.ReportAllocs()
 				b.ResetTimer()
 				res := r.RunCount(n, b.N)
 				b.StopTimer()
-				if err := r.Close(); err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, r.Close())
 				b.ReportMetric(res.Gbps(), "Gb/s")
 				b.ReportMetric(res.PPS()/1e6, "Mpps")
 				b.ReportMetric(res.CPUNsPerPkt(), "cpu-ns/pkt")
@@ -98,13 +76,18 @@ func BenchmarkSeed003(b *testing.B) {
 func TestTxResultPlus(t *testing.T) {
 	a := TxResult{Mode: iflib.TxModeDRBR, Senders: 2, FrameLen: 100, Elapsed: time.Second, CPU: time.Second, Frames: 10, Attempts: 12, Drops: 2, NoPkt: 1}
 	s := TxResult{}.Plus(a).Plus(a)
-	if s.Mode != a.Mode || s.Senders != 2 || s.FrameLen != 100 || s.Elapsed != 2*time.Second || s.CPU != 2*time.Second ||
-		s.Frames != 20 || s.Attempts != 24 || s.Drops != 4 || s.NoPkt != 2 {
-		t.Fatalf("%+v", s)
-	}
-	if s.PPS() != a.PPS() || s.CPUNsPerPkt() != a.CPUNsPerPkt() || s.DropPct() != a.DropPct() {
-		t.Fatalf("rates of the sum differ: %v %v %v", s.PPS(), s.CPUNsPerPkt(), s.DropPct())
-	}
+	require.Equal(t, a.Mode, s.Mode, "%+v", s)
+	require.Equal(t, 2, s.Senders, "%+v", s)
+	require.Equal(t, 100, s.FrameLen, "%+v", s)
+	require.Equal(t, 2*time.Second, s.Elapsed, "%+v", s)
+	require.Equal(t, 2*time.Second, s.CPU, "%+v", s)
+	require.Equal(t, uint64(20), s.Frames, "%+v", s)
+	require.Equal(t, uint64(24), s.Attempts, "%+v", s)
+	require.Equal(t, uint64(4), s.Drops, "%+v", s)
+	require.Equal(t, uint64(2), s.NoPkt, "%+v", s)
+	require.False(t, s.PPS() != a.PPS(), "rates of the sum differ: %v %v %v", s.PPS(), s.CPUNsPerPkt(), s.DropPct())
+	require.False(t, s.CPUNsPerPkt() != a.CPUNsPerPkt(), "rates of the sum differ: %v %v %v", s.PPS(), s.CPUNsPerPkt(), s.DropPct())
+	require.False(t, s.DropPct() != a.DropPct(), "rates of the sum differ: %v %v %v", s.PPS(), s.CPUNsPerPkt(), s.DropPct())
 }
 
 // TestTxRigWaitQuiet: after a run every accepted packet reaches the wire
@@ -112,24 +95,15 @@ func TestTxResultPlus(t *testing.T) {
 func TestTxRigWaitQuiet(t *testing.T) {
 	for _, mode := range TxModes {
 		r, err := NewTxRig(TxOptions{Config: iflib.Config{TxMode: mode}, ZonePkts: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		res := r.RunSenders(4, 100*time.Millisecond)
-		if !r.WaitQuiet(5 * time.Second) {
-			t.Fatalf("%v: not quiet: %d frames on the wire, %d accepted", mode, r.Sink.Frames(), r.accepted.Load())
-		}
+		require.True(t, r.WaitQuiet(5*time.Second), "%v: not quiet: %d frames on the wire, %d accepted", mode, r.Sink.Frames(), r.accepted.Load())
 		// The window itself may carry no frame on a loaded machine (the
 		// device goroutine may get no CPU while the senders spin); what was
 		// accepted must all be on the wire once quiet.
-		if got, want := r.Sink.Frames(), r.accepted.Load(); got != want || want == 0 {
-			t.Fatalf("%v: %d frames on the wire, %d accepted (want equal, and some)", mode, got, want)
-		}
-		if res.CPUsBusy() < 0 {
-			t.Fatalf("%v: %+v", mode, res)
-		}
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
-		}
+		got, want := r.Sink.Frames(), r.accepted.Load()
+		require.False(t, got != want || want == 0, "%v: %d frames on the wire, %d accepted (want equal, and some)", mode, got, want)
+		require.False(t, res.CPUsBusy() < 0, "%v: %+v", mode, res)
+		require.NoError(t, r.Close())
 	}
 }

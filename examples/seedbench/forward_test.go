@@ -2,13 +2,14 @@ package seedbench
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
@@ -50,14 +51,10 @@ func (a *arrivals) check(t *testing.T) int {
 	t.Helper()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.bad) > 0 {
-		t.Fatalf("%d bad frames, first: %s", len(a.bad), a.bad[0])
-	}
+	require.Empty(t, a.bad, "bad frames")
 	got := 0
 	for seq, c := range a.seen {
-		if c > 1 {
-			t.Fatalf("frame %d arrived %d times", seq, c)
-		}
+		require.LessOrEqual(t, c, uint8(1), "frame %d arrived %d times", seq, c)
 		got += int(c)
 	}
 	return got
@@ -67,9 +64,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
 		runtime.Gosched()
 		time.Sleep(200 * time.Microsecond)
 	}
@@ -88,9 +83,7 @@ func runCount(t *testing.T, o ForwardOpts, n int) (ForwardResult, *arrivals, *Fo
 	arr := newArrivals(n, o.FrameLen, max(o.Flows, 1))
 	o.Inspect = arr.inspect
 	r, err := NewForwardRig(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r.Gen.Wait()
 	waitUntil(t, "every frame forwarded or counted lost", func() bool {
 		s := r.Snapshot()
@@ -98,18 +91,12 @@ func runCount(t *testing.T, o ForwardOpts, n int) (ForwardResult, *arrivals, *Fo
 	})
 	time.Sleep(5 * time.Millisecond) // a duplicate would show up now
 	res := r.Snapshot()
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if res.Offered != uint64(n) || res.Refused != 0 {
-		t.Fatalf("offered %d, refused %d; want %d, 0", res.Offered, res.Refused, n)
-	}
-	if res.Forwarded+res.TxErrors+res.RxDrops != uint64(n) {
-		t.Fatalf("forwarded %d + tx errors %d + rx drops %d != %d", res.Forwarded, res.TxErrors, res.RxDrops, n)
-	}
-	if got := arr.check(t); uint64(got) != res.Forwarded {
-		t.Fatalf("%d distinct frames intact at the sink, counter says %d", got, res.Forwarded)
-	}
+	require.NoError(t, r.Close())
+	require.Equal(t, uint64(n), res.Offered, "offered %d, refused %d; want %d, 0", res.Offered, res.Refused, n)
+	require.Zero(t, res.Refused, "offered %d, refused %d; want %d, 0", res.Offered, res.Refused, n)
+	require.Equal(t, uint64(n), res.Forwarded+res.TxErrors+res.RxDrops, "forwarded %d + tx errors %d + rx drops %d != %d", res.Forwarded, res.TxErrors, res.RxDrops, n)
+	got := arr.check(t)
+	require.Equal(t, res.Forwarded, uint64(got), "%d distinct frames intact at the sink, counter says %d", got, res.Forwarded)
 	return res, arr, r
 }
 
@@ -137,15 +124,10 @@ func TestForwardExactlyOnce(t *testing.T) {
 			}
 			tc.o.Config.TxMode = iflib.TxModeDRBR
 			res, _, r := runCount(t, tc.o, n)
-			if res.Forwarded != uint64(n) {
-				t.Fatalf("%d of %d forwarded (tx errors %d, rx drops %d)", res.Forwarded, n, res.TxErrors, res.RxDrops)
-			}
-			if res.Received != uint64(n) {
-				t.Fatalf("iflib received %d, want %d", res.Received, n)
-			}
-			if got := r.NICB.Stats().TxFrames; got != uint64(n) {
-				t.Fatalf("B's device sent %d frames, want %d", got, n)
-			}
+			require.Equal(t, uint64(n), res.Forwarded, "%d of %d forwarded (tx errors %d, rx drops %d)", res.Forwarded, n, res.TxErrors, res.RxDrops)
+			require.Equal(t, uint64(n), res.Received, "iflib received %d, want %d", res.Received, n)
+			got := r.NICB.Stats().TxFrames
+			require.Equal(t, uint64(n), got, "B's device sent %d frames, want %d", got, n)
 		})
 	}
 }
@@ -163,22 +145,13 @@ func TestForwardIOMMU(t *testing.T) {
 		t.Run(fmt.Sprintf("NoRxReuse=%v", noReuse), func(t *testing.T) {
 			o := ForwardOpts{IOMMU: true, MapTime: 100 * time.Nanosecond, UnmapTime: 100 * time.Nanosecond, Config: iflib.Config{NoRxReuse: noReuse}}
 			res, _, r := runCount(t, o, n)
-			if f := r.Env.IOMMU.Stats().Faults; f != 0 {
-				t.Fatalf("%d IOMMU faults: %v", f, r.Env.IOMMU.Faults())
-			}
-			if res.Forwarded == 0 {
-				t.Fatal("nothing forwarded")
-			}
+			f := r.Env.IOMMU.Stats().Faults
+			require.Zero(t, f, "%d IOMMU faults: %v", f, r.Env.IOMMU.Faults())
+			require.NotZero(t, res.Forwarded, "nothing forwarded")
 			nrxd := uint64(r.NICA.Config().NRxd)
-			if !noReuse && res.MapLoads > nrxd {
-				t.Fatalf("%d RX map loads for %d packets with reuse; want ≤ %d (one per slot)", res.MapLoads, res.Received, nrxd)
-			}
-			if noReuse && res.MapLoads < res.Received {
-				t.Fatalf("%d RX map loads for %d packets without reuse; want ≥ one per packet", res.MapLoads, res.Received)
-			}
-			if !noReuse && res.BAReuses < res.Received-nrxd {
-				t.Fatalf("%d reposts by ifsd_ba for %d packets", res.BAReuses, res.Received)
-			}
+			require.False(t, !noReuse && res.MapLoads > nrxd, "%d RX map loads for %d packets with reuse; want ≤ %d (one per slot)", res.MapLoads, res.Received, nrxd)
+			require.False(t, noReuse && res.MapLoads < res.Received, "%d RX map loads for %d packets without reuse; want ≥ one per packet", res.MapLoads, res.Received)
+			require.False(t, !noReuse && res.BAReuses < res.Received-nrxd, "%d reposts by ifsd_ba for %d packets", res.BAReuses, res.Received)
 		})
 	}
 }
@@ -189,18 +162,14 @@ func TestForwardRxOnly(t *testing.T) {
 	const n = 2000
 	o := ForwardOpts{RxOnly: true, Count: n, Lossless: true, Checker: true}
 	r, err := NewForwardRig(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r.Gen.Wait()
 	waitUntil(t, "every frame received", func() bool { s := r.Snapshot(); return s.Received+s.RxDrops >= n })
 	res := r.Snapshot()
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if res.Received != n || res.Forwarded != 0 || res.RxDrops != 0 {
-		t.Fatalf("received %d, forwarded %d, drops %d; want %d, 0, 0", res.Received, res.Forwarded, res.RxDrops, n)
-	}
+	require.NoError(t, r.Close())
+	require.Equal(t, uint64(n), res.Received, "received %d, forwarded %d, drops %d; want %d, 0, 0", res.Received, res.Forwarded, res.RxDrops, n)
+	require.Zero(t, res.Forwarded, "received %d, forwarded %d, drops %d; want %d, 0, 0", res.Received, res.Forwarded, res.RxDrops, n)
+	require.Zero(t, res.RxDrops, "received %d, forwarded %d, drops %d; want %d, 0, 0", res.Received, res.Forwarded, res.RxDrops, n)
 }
 
 // TestForwardProgress runs Forward with progress: samples arrive in time
@@ -209,29 +178,20 @@ func TestForwardProgress(t *testing.T) {
 	var samples []ForwardSample
 	res, err := Forward(ForwardOpts{Duration: 200 * time.Millisecond, Interval: 50 * time.Millisecond, Warmup: 20 * time.Millisecond,
 		Checker: true}, func(s ForwardSample) { samples = append(samples, s) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(samples) < 2 {
-		t.Fatalf("%d progress samples, want several", len(samples))
-	}
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(samples), 2, "%d progress samples, want several", len(samples))
 	for i := 1; i < len(samples); i++ {
-		if samples[i].Elapsed <= samples[i-1].Elapsed {
-			t.Fatalf("samples not in time order: %v", samples)
-		}
+		require.Greater(t, samples[i].Elapsed, samples[i-1].Elapsed, "samples not in time order: %v", samples)
 	}
-	if res.Forwarded == 0 || res.Received == 0 || res.Elapsed <= 0 {
-		t.Fatalf("nothing forwarded: %v", res)
-	}
-	if res.Offered < res.Refused || res.Forwarded > res.Received+uint64(iflib.MPRingSize)+4096 {
-		t.Fatalf("counters do not add up: %v", res)
-	}
-	if s, want := res.String(), fmt.Sprintf("forwarded %d (%.3f Mpps)", res.Forwarded, res.FwdMpps()); !strings.Contains(s, want) {
-		t.Fatalf("report %q lacks %q", s, want)
-	}
-	if s, want := samples[0].String(), fmt.Sprintf("fwd %6.3f Mpps", samples[0].FwdMpps); !strings.Contains(s, want) {
-		t.Fatalf("progress line %q lacks %q", s, want)
-	}
+	require.NotZero(t, res.Forwarded, "nothing forwarded: %v", res)
+	require.NotZero(t, res.Received, "nothing forwarded: %v", res)
+	require.Greater(t, res.Elapsed, time.Duration(0), "nothing forwarded: %v", res)
+	require.GreaterOrEqual(t, res.Offered, res.Refused, "counters do not add up: %v", res)
+	require.LessOrEqual(t, res.Forwarded, res.Received+uint64(iflib.MPRingSize)+4096, "counters do not add up: %v", res)
+	s, want := res.String(), fmt.Sprintf("forwarded %d (%.3f Mpps)", res.Forwarded, res.FwdMpps())
+	require.Contains(t, s, want, "report %q lacks %q", s, want)
+	s, want = samples[0].String(), fmt.Sprintf("fwd %6.3f Mpps", samples[0].FwdMpps)
+	require.Contains(t, s, want, "progress line %q lacks %q", s, want)
 }
 
 func TestForwardBadOpts(t *testing.T) {
@@ -239,23 +199,16 @@ func TestForwardBadOpts(t *testing.T) {
 		{FrameLen: 49}, {FrameLen: 9001}, {Flows: -1}, {Flows: 1 << 17},
 		{Duration: -1}, {IOMMU: true, MapTime: -5}, {Raw: true, RxOnly: true}, {RawBatch: -1},
 	} {
-		if _, err := NewForwardRig(o); !errors.Is(err, ErrForwardOpts) {
-			t.Errorf("%+v: err %v, want ErrForwardOpts", o, err)
-		}
-		if _, err := Forward(o, nil); !errors.Is(err, ErrForwardOpts) {
-			t.Errorf("Forward %+v: err %v, want ErrForwardOpts", o, err)
-		}
+		_, err := NewForwardRig(o)
+		assert.ErrorIs(t, err, ErrForwardOpts, "%+v: err %v, want ErrForwardOpts", o, err)
+		_, err = Forward(o, nil)
+		assert.ErrorIs(t, err, ErrForwardOpts, "Forward %+v: err %v, want ErrForwardOpts", o, err)
 	}
 	r, err := NewForwardRig(ForwardOpts{Count: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); !errors.Is(err, ErrForwardOpts) {
-		t.Fatalf("second Close: %v", err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	err = r.Close()
+	require.ErrorIs(t, err, ErrForwardOpts, "second Close: %v", err)
 }
 
 // TestForwardRaw: the hand-written baseline over the same rig forwards
@@ -263,9 +216,8 @@ func TestForwardBadOpts(t *testing.T) {
 func TestForwardRaw(t *testing.T) {
 	const n = 3000
 	res, _, _ := runCount(t, ForwardOpts{Raw: true, RawBatch: 8}, n)
-	if res.Forwarded != n || res.Received != n {
-		t.Fatalf("raw loop: received %d, forwarded %d of %d", res.Received, res.Forwarded, n)
-	}
+	require.Equal(t, uint64(n), res.Forwarded, "raw loop: received %d, forwarded %d of %d", res.Received, res.Forwarded, n)
+	require.Equal(t, uint64(n), res.Received, "raw loop: received %d, forwarded %d of %d", res.Received, res.Forwarded, n)
 }
 
 // TestForwardRunPackets: a window counted in packets holds at least that
@@ -277,19 +229,12 @@ func TestForwardRunPackets(t *testing.T) {
 	}
 	for _, o := range []ForwardOpts{{Checker: true}, {Checker: true, Raw: true}, {Checker: true, RxOnly: true}} {
 		r, err := NewForwardRig(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		res := r.RunPackets(n, 30*time.Second)
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if res.Packets() < n || res.Mpps() <= 0 {
-			t.Fatalf("%+v: window counted %d packets (%v)", o, res.Packets(), res)
-		}
-		if cputime.Supported && res.CPUNsPerPkt() <= 0 {
-			t.Fatalf("%+v: CPU time %v", o, res.CPU)
-		}
+		require.NoError(t, r.Close())
+		require.GreaterOrEqual(t, res.Packets(), n, "%+v: window counted %d packets (%v)", o, res.Packets(), res)
+		require.False(t, res.Mpps() <= 0, "%+v: window counted %d packets (%v)", o, res.Packets(), res)
+		require.False(t, cputime.Supported && res.CPUNsPerPkt() <= 0, "%+v: CPU time %v", o, res.CPU)
 	}
 }
 
@@ -297,37 +242,29 @@ func TestForwardRunPackets(t *testing.T) {
 // paused again, it goes quiet; Close ends a generator waiting at the gate.
 func TestForwardPause(t *testing.T) {
 	r, err := NewForwardRig(ForwardOpts{Checker: true, Paused: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	time.Sleep(20 * time.Millisecond)
-	if s := r.Snapshot(); s.Offered != 0 {
-		t.Fatalf("paused rig offered %d frames", s.Offered)
-	}
+	s := r.Snapshot()
+	require.Zero(t, s.Offered, "paused rig offered %d frames", s.Offered)
 	r.Resume()
 	waitUntil(t, "frames forwarded after Resume", func() bool { return r.Snapshot().Forwarded > 1000 })
 	r.Pause()
 	waitUntil(t, "the paused rig to drain", r.Quiet)
 	before := r.Snapshot()
 	time.Sleep(30 * time.Millisecond)
-	if after := r.Snapshot(); after.Offered != before.Offered || after.Forwarded != before.Forwarded {
-		t.Fatalf("paused rig still moving: offered %d → %d, forwarded %d → %d", before.Offered, after.Offered, before.Forwarded, after.Forwarded)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
+	after := r.Snapshot()
+	require.False(t, after.Offered != before.Offered || after.Forwarded != before.Forwarded, "paused rig still moving: offered %d → %d, forwarded %d → %d", before.Offered, after.Offered, before.Forwarded, after.Forwarded)
+	require.NoError(t, r.Close())
 }
 
 func TestForwardResultPlus(t *testing.T) {
 	a := ForwardResult{Elapsed: time.Second, CPU: time.Second / 2, Offered: 5, Refused: 1, Received: 4, Forwarded: 3, TxErrors: 1,
 		RxDrops: 1, MapLoads: 2, BAReuses: 2, IOMMU: busdma.IOMMUStats{Maps: 1, Unmaps: 1, PagesMapped: 1, PagesUnmapped: 1, Faults: 1}}
 	s := a.Plus(a)
-	if s.sub(a) != a {
-		t.Fatalf("(a+a)-a = %+v, want %+v", s.sub(a), a)
-	}
-	if s.Mpps() != a.Mpps() || s.CPUNsPerPkt() != a.CPUNsPerPkt() || s.Lost() != 2*a.Lost() {
-		t.Fatalf("rates of the sum differ")
-	}
+	require.Equal(t, a, s.sub(a), "(a+a)-a = %+v, want %+v", s.sub(a), a)
+	require.False(t, s.Mpps() != a.Mpps(), "rates of the sum differ")
+	require.False(t, s.CPUNsPerPkt() != a.CPUNsPerPkt(), "rates of the sum differ")
+	require.Equal(t, 2*a.Lost(), s.Lost(), "rates of the sum differ")
 }
 
 // TestForwardQueuesCrossed forwards over two queue pairs with every packet
@@ -341,24 +278,15 @@ func TestForwardQueuesCrossed(t *testing.T) {
 	}
 	res, _, r := runCount(t, ForwardOpts{Queues: 2, Flows: 64, TxQueue: func(rxq int) int { return 1 - rxq },
 		Config: iflib.Config{TxMode: iflib.TxModeDRBR}}, n)
-	if res.Forwarded != uint64(n) {
-		t.Fatalf("forwarded %d of %d", res.Forwarded, n)
-	}
+	require.Equal(t, uint64(n), res.Forwarded, "forwarded %d of %d", res.Forwarded, n)
 	for q := range 2 {
 		rx, err := r.CtxA.RxQueueStats(q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tx, err := r.CtxB.TxQueueStats(1 - q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rx.IPackets == 0 || rx.IPackets == uint64(n) {
-			t.Fatalf("A's rxq%d received %d of %d: want both queues used", q, rx.IPackets, n)
-		}
-		if tx.OPackets != rx.IPackets {
-			t.Fatalf("B's txq%d sent %d, A's rxq%d received %d", 1-q, tx.OPackets, q, rx.IPackets)
-		}
+		require.NoError(t, err)
+		require.NotZero(t, rx.IPackets, "A's rxq%d received %d of %d: want both queues used", q, rx.IPackets, n)
+		require.NotEqual(t, uint64(n), rx.IPackets, "A's rxq%d received %d of %d: want both queues used", q, rx.IPackets, n)
+		require.Equal(t, rx.IPackets, tx.OPackets, "B's txq%d sent %d, A's rxq%d received %d", 1-q, tx.OPackets, q, rx.IPackets)
 	}
 }
 
@@ -366,10 +294,9 @@ func TestForwardQueuesCrossed(t *testing.T) {
 // the drops are iflib's; per packet and CPUs busy follow the counters.
 func TestForwardStallsAndDrops(t *testing.T) {
 	r := ForwardResult{Elapsed: 2 * time.Second, CPU: 3 * time.Second, Refused: 7, TxErrors: 2, RxDrops: 1, Forwarded: 100}
-	if r.Stalls() != 7 || r.Drops() != 3 || r.Lost() != 10 {
-		t.Fatalf("stalls %d, drops %d, lost %d", r.Stalls(), r.Drops(), r.Lost())
-	}
-	if r.PerPacket(r.Stalls()) != 0.07 || r.CPUsBusy() != 1.5 {
-		t.Fatalf("stalls/pkt %v, CPUs busy %v", r.PerPacket(r.Stalls()), r.CPUsBusy())
-	}
+	require.Equal(t, uint64(7), r.Stalls(), "stalls %d, drops %d, lost %d", r.Stalls(), r.Drops(), r.Lost())
+	require.Equal(t, uint64(3), r.Drops(), "stalls %d, drops %d, lost %d", r.Stalls(), r.Drops(), r.Lost())
+	require.Equal(t, uint64(10), r.Lost(), "stalls %d, drops %d, lost %d", r.Stalls(), r.Drops(), r.Lost())
+	require.False(t, r.PerPacket(r.Stalls()) != 0.07, "stalls/pkt %v, CPUs busy %v", r.PerPacket(r.Stalls()), r.CPUsBusy())
+	require.False(t, r.CPUsBusy() != 1.5, "stalls/pkt %v, CPUs busy %v", r.PerPacket(r.Stalls()), r.CPUsBusy())
 }

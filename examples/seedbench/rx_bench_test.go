@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
 )
@@ -34,20 +36,14 @@ const benchWarmup = 100 * time.Millisecond
 func benchForward(b *testing.B, o ForwardOpts) ForwardResult {
 	b.Helper()
 	r, err := NewForwardRig(o)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	time.Sleep(benchWarmup)
 	b.ReportAllocs()
 	b.ResetTimer()
 	res := r.RunPackets(uint64(b.N), 30*time.Second+time.Duration(b.N)*10*time.Microsecond)
 	b.StopTimer()
-	if err := r.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if res.Packets() < uint64(b.N) {
-		b.Fatalf("only %d of %d packets in the time limit: %v", res.Packets(), b.N, res)
-	}
+	require.NoError(b, r.Close())
+	require.GreaterOrEqual(b, res.Packets(), uint64(b.N), "only %d of %d packets in the time limit: %v", res.Packets(), b.N, res)
 	b.ReportMetric(res.Mpps(), "Mpps")
 	b.ReportMetric(res.CPUNsPerPkt(), "cpu-ns/pkt")
 	b.ReportMetric(res.LostMpps(), "lost-Mpps")

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/internal/race"
+	"github.com/goiflib/goiflib/internal/testutil"
 	"github.com/goiflib/goiflib/mpring"
 )
 
@@ -46,28 +49,32 @@ func FuzzFlags(f *testing.F) {
 		var err error
 		func() {
 			defer func() {
-				if p := recover(); p != nil {
-					t.Fatalf("parse(%q) panicked: %v", line, p)
-				}
+				p := recover()
+				require.Nil(t, p, "parse(%q) panicked: %v", line, p)
 			}()
 			c, err = parse(args, &out)
 		}()
 		if err != nil {
-			if !errors.Is(err, errFlag) && !errors.Is(err, flag.ErrHelp) {
-				t.Fatalf("parse(%q): %v: not a flag error", line, err)
-			}
+			require.False(t, !errors.Is(err, errFlag) && !errors.Is(err, flag.ErrHelp), "parse(%q): %v: not a flag error", line, err)
 			var fe *flagError
-			if errors.As(err, &fe) && fe.flag != "" && !strings.Contains(err.Error(), "-"+fe.flag) {
-				t.Fatalf("parse(%q): %v does not name -%s", line, err, fe.flag)
+			if errors.As(err, &fe) && fe.flag != "" {
+				require.Contains(t, err.Error(), "-"+fe.flag, "parse(%q): %v does not name -%s", line, err, fe.flag)
 			}
 			return
 		}
-		if c.workers < 1 || c.workers > maxWorkers || c.producers < 1 || c.producers > maxProducers || c.items < 1 ||
-			c.inbox < 2 || c.inbox > maxInbox || c.inbox&(c.inbox-1) != 0 || c.work < 0 || c.work > maxWork ||
-			c.workers*c.producers > maxProduct || c.workers*c.inbox > maxProduct ||
-			(c.mode == "mpring" || c.mode == "all") && (c.inbox < 4 || c.inbox > mpring.MaxSize) {
-			t.Fatalf("parse(%q) accepted %+v, outside the documented ranges", line, c)
-		}
+		require.GreaterOrEqual(t, c.workers, 1, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.LessOrEqual(t, c.workers, maxWorkers, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.GreaterOrEqual(t, c.producers, 1, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.LessOrEqual(t, c.producers, maxProducers, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.GreaterOrEqual(t, c.items, 1, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.GreaterOrEqual(t, c.inbox, 2, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.LessOrEqual(t, c.inbox, maxInbox, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.Zero(t, c.inbox&(c.inbox-1), "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.GreaterOrEqual(t, c.work, 0, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.LessOrEqual(t, c.work, maxWork, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.LessOrEqual(t, c.workers*c.producers, maxProduct, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.LessOrEqual(t, c.workers*c.inbox, maxProduct, "parse(%q) accepted %+v, outside the documented ranges", line, c)
+		require.False(t, (c.mode == "mpring" || c.mode == "all") && (c.inbox < 4 || c.inbox > mpring.MaxSize), "parse(%q) accepted %+v, outside the documented ranges", line, c)
 		// The short run.
 		c.items, c.workers, c.producers, c.work = min(c.items, 3000), min(c.workers, 8), min(c.producers, 64), min(c.work, 4)
 		if race.Enabled {
@@ -83,20 +90,13 @@ func FuzzFlags(f *testing.F) {
 			buf := make([]byte, 1<<20)
 			panic(fmt.Sprintf("run of %q (%+v) did not end within 60 s\n%s", line, c, buf[:runtime.Stack(buf, true)]))
 		}
-		if err != nil {
-			t.Fatalf("run %q (%+v): %v\n%s", line, c, err, out.String())
-		}
+		require.NoError(t, err, "run %q (%+v): %v\n%s", line, c, err, out.String())
 		for _, m := range modes {
-			if (c.mode == "all" || c.mode == m.name) && !strings.Contains(out.String(), fmt.Sprintf("%s: %d jobs processed exactly once", m.name, c.items)) {
-				t.Fatalf("run %q (%+v): mode %s did not report all jobs\n%s", line, c, m.name, out.String())
-			}
+			require.False(t, (c.mode == "all" || c.mode == m.name) && !strings.Contains(out.String(), fmt.Sprintf("%s: %d jobs processed exactly once", m.name, c.items)), "run %q (%+v): mode %s did not report all jobs\n%s", line, c, m.name, out.String())
 		}
-		for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				t.Fatalf("run %q left %d goroutines\n%s", line, runtime.NumGoroutine()-before, buf[:runtime.Stack(buf, true)])
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testutil.Eventually(t, fmt.Sprintf("run %q to leave no goroutine", line), func() bool { return runtime.NumGoroutine() <= before }, func() string {
+			buf := make([]byte, 1<<20)
+			return fmt.Sprintf("%d goroutines left\n%s", runtime.NumGoroutine()-before, buf[:runtime.Stack(buf, true)])
+		})
 	})
 }

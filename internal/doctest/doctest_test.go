@@ -45,9 +45,7 @@ func TestDocs(t *testing.T) {
 	}
 	require.Equal(t, fences, len(blocks), "every ```go fence is a checked block")
 	require.NotEmpty(t, blocks, "the README has Go blocks")
-	for _, err := range checker().Check(blocks) {
-		t.Error(err)
-	}
+	assert.Empty(t, checker().Check(blocks), "README and docs Go blocks that do not compile")
 }
 
 func TestExtract(t *testing.T) {

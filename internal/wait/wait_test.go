@@ -127,7 +127,7 @@ func TestQueueCancel(t *testing.T) {
 		case err := <-second:
 			assert.NoError(t, err)
 		case <-time.After(10 * time.Second):
-			t.Fatal("the wake-up of a cancelled waiter was lost")
+			require.FailNow(t, "the wake-up of a cancelled waiter was lost")
 		}
 		assert.False(t, q.Waiting())
 	}

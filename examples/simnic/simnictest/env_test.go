@@ -70,7 +70,7 @@ func TestEnvCloseFindsLeaks(t *testing.T) {
 // whatever buf held).
 func TestFrameSpecEdges(t *testing.T) {
 	f := (simnictest.FrameSpec{Len: -5, VLAN: 7}).Build(nil)
-	require.Len(t, f, 0, "Len -5: %d bytes", len(f))
+	require.Empty(t, f, "Len -5: %d bytes", len(f))
 	buf := []byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9}
 	f = (simnictest.FrameSpec{Len: 5, VLAN: 7}).Build(buf)
 	require.Len(t, f, 5, "Len 5 with a VLAN: %d bytes, want 5", len(f))
