@@ -89,8 +89,10 @@
 // A packet passed to [Context.Transmit] or [Context.TransmitBatch] belongs
 // to iflib from the call on, whatever the result; on an error it has
 // already been freed and counted (except ErrNilPacket, ErrForeignPacket and
-// ErrUseAfterFree, which take nothing). Never touch a packet after passing
-// it: the zone may already have handed the same pointer to someone else.
+// ErrUseAfterFree, which take nothing). [Context.TransmitBatchErrs] reports
+// each packet's outcome and leaves in the slice exactly the packets it did
+// not take. Never touch a packet after passing it: the zone may already
+// have handed the same pointer to someone else.
 // Packets handed to the input callback belong to the stack, which frees
 // them with [Packet.Free] or transmits them. A freed packet is marked: a
 // second free is ignored and counted, and Transmit refuses it

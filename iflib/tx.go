@@ -60,70 +60,136 @@ func (c *Context) Transmit(m *Packet) error {
 // same queue go into that queue with one mp_ring enqueue of the run
 // (ifmp_ring_enqueue with n > 1), one drain and one doorbell decision; in
 // simple mode a run is encapsulated under one hold of the queue lock with
-// one doorbell. Order is kept within a queue.
+// one doorbell. Order is kept within a queue. A packet that fails its
+// checks ends the run before it.
 //
-// Ownership passes to iflib for every packet, as with Transmit. It returns
-// how many were accepted (sent or queued); each other packet was freed and
-// counted as Transmit would (or kept by the caller: ErrNilPacket,
-// ErrForeignPacket, ErrUseAfterFree), and err is the first such error met:
-// the per-packet checks run over the whole batch before the runs are sent,
-// so a check's error comes before a queue's. The entries of pkts are set to
-// nil; the slice is not kept.
+// Each packet's outcome is Transmit's for it: accepted (sent or queued),
+// or refused with an error, having been freed and counted (in oqdrops or
+// oerrors, as Transmit documents), except that ErrNilPacket,
+// ErrForeignPacket and ErrUseAfterFree take nothing (a foreign packet is
+// counted in oerrors all the same). It returns how many were accepted and
+// the error of the first packet (in pkts order) that was not; it does not
+// say which: TransmitBatchErrs does. (In drbr mode a packet the driver's
+// encap dropped inside this call is reported by its error but still
+// counted among the accepted: bufring.DRBR.TransmitBurst does not say how
+// many it dropped. TransmitBatchErrs is exact there too.) Every entry of
+// pkts is set to nil; the slice is not kept.
 func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
+	n, err := c.transmitBatch(pkts, nil)
+	clear(pkts)
+	return n, err
+}
+
+// TransmitBatchErrs is TransmitBatch reporting each packet's outcome:
+// errs[i] is nil when pkts[i] was accepted (sent or queued), else the
+// error Transmit would have returned for it. Ownership after the call,
+// per packet: iflib's when errs[i] is nil or any error but ErrNilPacket,
+// ErrForeignPacket and ErrUseAfterFree (a refused packet has already been
+// freed and counted), and then pkts[i] is set to nil; with those three
+// errors iflib took nothing and pkts[i] is left as it was. So after the
+// call the non-nil entries of pkts are exactly the packets iflib did not
+// take.
+//
+// errs must be at least as long as pkts: only pkts[:len(errs)] are
+// transmitted, and the packets beyond are left untouched in pkts, still
+// the caller's. It returns how many were accepted, and allocates nothing.
+//
+// Accepted means what it means for Transmit: in mpring mode a packet is
+// accepted once it is in the mp_ring, and a later failure of its mapping
+// in the drain is counted, not reported; in drbr mode a deferred packet's
+// later failure likewise, and each packet takes its own send-or-defer
+// decision (DRBR reports a drop per call, not per item of a burst), so a
+// batch costs what as many Transmit calls cost there.
+func (c *Context) TransmitBatchErrs(pkts []*Packet, errs []error) int {
+	if len(errs) < len(pkts) {
+		pkts = pkts[:len(errs)]
+	}
+	errs = errs[:len(pkts)]
+	n, _ := c.transmitBatch(pkts, errs)
+	return n
+}
+
+// transmitBatch screens each packet of pkts, chooses its queue, and sends
+// each run of consecutive packets bound for one queue as it ends. errs is
+// nil or as long as pkts: each packet's outcome is stored there. Entries
+// of pkts that iflib took are set to nil. It returns how many were
+// accepted and the first error in pkts order.
+func (c *Context) transmitBatch(pkts []*Packet, errs []error) (int, error) {
+	sent := 0
 	var first error
-	note := func(err error) {
+	fail := func(i int, err error) {
+		if errs != nil {
+			errs[i] = err
+		}
 		if first == nil {
 			first = err
 		}
 	}
-	// Screen each packet, choose its queue, and compact the runs bound for
-	// one queue to the front of pkts, sending each run as it ends.
-	sent, k, runStart := 0, 0, 0
+	runStart := 0
 	var runQ *txq
-	flush := func() {
-		if k > runStart {
-			n, err := c.sendRun(runQ, pkts[runStart:k])
-			sent += n
-			if err != nil {
-				note(err)
-			}
-			clear(pkts[runStart:k])
+	flush := func(end int) {
+		if runQ == nil {
+			return
 		}
-		runStart = k
+		var runErrs []error
+		if errs != nil {
+			runErrs = errs[runStart:end]
+		}
+		n, err := c.sendRun(runQ, pkts[runStart:end], runErrs)
+		sent += n
+		if err != nil && first == nil {
+			first = err
+		}
+		clear(pkts[runStart:end]) // every packet of a run is iflib's
+		runQ = nil
 	}
 	for i, m := range pkts {
-		pkts[i] = nil
+		if errs != nil {
+			errs[i] = nil
+		}
 		if err := c.screen(m, "TransmitBatch"); err != nil {
-			note(err)
+			flush(i)
+			fail(i, err) // nothing taken: the entry stays
 			continue
 		}
 		if !c.running.Load() {
-			note(c.dropTx(nil, m, ErrNotRunning))
+			flush(i)
+			fail(i, c.dropTx(nil, m, ErrNotRunning))
+			pkts[i] = nil
 			continue
 		}
 		q := c.txqs[c.selectQueue(m)]
 		if err := c.checkTx(m); err != nil {
-			note(c.rejectTx(q, m, err))
+			flush(i)
+			err = c.rejectTx(q, m, err)
+			fail(i, err)
+			if !kept(err) {
+				pkts[i] = nil
+			}
 			continue
 		}
 		if q != runQ {
-			flush()
-			runQ = q
+			flush(i)
+			runQ, runStart = q, i
 		}
-		pkts[k] = m
-		k++
 	}
-	flush()
+	flush(len(pkts))
 	return sent, first
 }
 
+// kept reports whether a transmit error left the packet with its caller.
+func kept(err error) bool {
+	return err == ErrNilPacket || err == ErrForeignPacket || err == ErrUseAfterFree
+}
+
 // sendRun sends a run of checked packets bound for q, as Transmit does
-// from the queue's entry on.
-func (c *Context) sendRun(q *txq, run []*Packet) (int, error) {
+// from the queue's entry on. errs is nil or as long as run: the error of
+// each packet refused is stored there (the others' entries are left).
+func (c *Context) sendRun(q *txq, run []*Packet, errs []error) (int, error) {
 	var down error
 	switch {
 	case !q.enter():
-		return 0, c.dropRun(q, run, ErrNotRunning)
+		return 0, c.dropRun(q, run, errs, ErrNotRunning)
 	case !c.running.Load():
 		down = ErrNotRunning
 	case c.link.Load() != int32(LinkStateUp):
@@ -131,15 +197,18 @@ func (c *Context) sendRun(q *txq, run []*Packet) (int, error) {
 	}
 	defer q.leave()
 	if down != nil {
-		return 0, c.dropRun(q, run, down)
+		return 0, c.dropRun(q, run, errs, down)
 	}
-	return q.path.sendBatch(run)
+	return q.path.sendBatch(run, errs)
 }
 
-// dropRun drops every packet of run with err.
-func (c *Context) dropRun(q *txq, run []*Packet, err error) error {
-	for _, m := range run {
+// dropRun drops every packet of run with err (stored in errs if not nil).
+func (c *Context) dropRun(q *txq, run []*Packet, errs []error, err error) error {
+	for i, m := range run {
 		c.dropTx(q, m, err)
+		if errs != nil {
+			errs[i] = err
+		}
 	}
 	return err
 }
@@ -324,8 +393,10 @@ type txPath interface {
 	// freed and counted (dropTx, or encap's own count).
 	send(m *Packet) error
 	// sendBatch is send for a run of checked packets bound for the queue;
-	// it returns how many were accepted and the first error.
-	sendBatch(ms []*Packet) (int, error)
+	// it returns how many were accepted and the first error. errs is nil
+	// or as long as ms: the error of each packet refused is stored at its
+	// index (the entries of accepted packets are left as they are).
+	sendBatch(ms []*Packet, errs []error) (int, error)
 	// task is one run of the queue's TX task (_task_fn_tx): become the
 	// consumer, reclaim (completedReclaim, which carries the timer's idle
 	// reclaim) and ring what is pending, or arrange to look again soon;

@@ -65,7 +65,24 @@ func (p *drbrPath) send(m *Packet) error {
 	return err
 }
 
-func (p *drbrPath) sendBatch(ms []*Packet) (int, error) {
+func (p *drbrPath) sendBatch(ms []*Packet, errs []error) (int, error) {
+	if errs != nil {
+		// TransmitBurst reports the first of the caller's items xmit
+		// dropped, not which one: send one at a time to know.
+		sent := 0
+		var first error
+		for i, m := range ms {
+			if err := p.send(m); err != nil {
+				errs[i] = err
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			sent++
+		}
+		return sent, first
+	}
 	n, err := p.br.TransmitBurst(ms)
 	if err != nil && errors.Is(err, bufring.ErrClosed) {
 		for _, m := range ms[n:] {

@@ -52,7 +52,7 @@ func (p *mpringPath) send(m *Packet) error {
 	return p.enqueued(m, err, abdicate)
 }
 
-func (p *mpringPath) sendBatch(ms []*Packet) (int, error) {
+func (p *mpringPath) sendBatch(ms []*Packet, errs []error) (int, error) {
 	abdicate := p.q.ctx.cfg.TxAbdicate
 	if p.r.Enqueue(ms, TxBatchSize, abdicate) == nil {
 		if abdicate {
@@ -64,8 +64,11 @@ func (p *mpringPath) sendBatch(ms []*Packet) (int, error) {
 	// goes in and the rest is dropped one by one (if_transmit's semantics).
 	sent := 0
 	var first error
-	for _, m := range ms {
+	for i, m := range ms {
 		if err := p.enqueued(m, p.r.EnqueueOne(m, TxBatchSize, abdicate), abdicate); err != nil {
+			if errs != nil {
+				errs[i] = err
+			}
 			if first == nil {
 				first = err
 			}

@@ -34,13 +34,16 @@ func (p *simplePath) send(m *Packet) error {
 	return err
 }
 
-func (p *simplePath) sendBatch(ms []*Packet) (int, error) {
+func (p *simplePath) sendBatch(ms []*Packet, errs []error) (int, error) {
 	q := p.q
 	sent := 0
 	var first error
 	p.mu.Lock()
-	for _, m := range ms {
+	for i, m := range ms {
 		if err := q.simpleEncap(m); err != nil {
+			if errs != nil {
+				errs[i] = err
+			}
 			if first == nil {
 				first = err
 			}
