@@ -195,9 +195,6 @@ func (d *DRBR[T]) deferItems(vs []T, admitted bool) (int, error) {
 		n, err := d.ring.EnqueueBurst(vs[done:])
 		done += n
 		if n > 0 {
-			if waited {
-				d.ring.passOn()
-			}
 			if d.testHookPublished != nil {
 				d.testHookPublished()
 			}

@@ -48,8 +48,8 @@ const closedBit = 1 << 63
 //     park and a wake-up per item (mpsc_wait.go has the protocol and why
 //     no wake-up is lost; Parks counts the parks). EnqueueWait and
 //     EnqueueBurstWait spin, yield, then park (internal/wait's policy);
-//     each release by the consumer wakes one of them, and a producer that
-//     got in wakes the next while space is left. Close wakes everyone.
+//     each release by the consumer wakes one of them per slot released.
+//     Close wakes everyone.
 //
 // The order of items is the order of reservations (the CAS on the tail).
 // An Enqueue that returned is visible to the consumer once every
@@ -77,8 +77,7 @@ const closedBit = 1 << 63
 // spinning. EnqueueWait and EnqueueBurstWait return nil only once every
 // item is in the ring (the ring owns them, the consumer receives them);
 // with ErrClosed or ctx.Err() the items not taken still belong to the
-// caller. A waiting producer is woken when the consumer releases slots
-// or by another producer that got in before it.
+// caller. A waiting producer is woken when the consumer releases slots.
 //
 // Concurrency: Enqueue, EnqueueBurst and their Wait forms may run from any
 // number of goroutines at once. Dequeue, DequeueBurst, their Wait forms,

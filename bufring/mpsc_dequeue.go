@@ -24,8 +24,7 @@ func (q *MPSC[T]) avail() uint64 {
 }
 
 // release publishes head = next (br_cons_tail's atomic_store_rel_32) and
-// wakes one parked producer, which passes the wake-up on while space is
-// left (passOn).
+// wakes parked producers, one per slot released.
 //
 // Preconditions: called by the consumer.
 func (q *MPSC[T]) release() {
@@ -36,10 +35,11 @@ func (q *MPSC[T]) release() {
 
 // publishHead is release's slow path.
 func (q *MPSC[T]) publishHead() {
+	freed := q.next - q.pub
 	q.head.Store(q.next)
 	q.pub = q.next
 	if q.space.Waiting() {
-		q.space.Wake(1)
+		q.space.Wake(int(min(freed, 1<<30)))
 	}
 }
 

@@ -103,32 +103,15 @@ func (q *MPSC[T]) waitSpace(ctx context.Context, b *wait.Backoff) error {
 	return q.space.Park(ctx, q.hasSpace)
 }
 
-// passOn is a waiting producer's step after it got slots: if space is left
-// and other producers are parked, wake the next one. The consumer wakes
-// one producer per release (publishHead), not one per freed slot, so that
-// a release of Batch slots does not wake Batch producers of which all but
-// the first find the ring full again (and a burst producer takes them
-// all); each producer that gets in hands the wake-up on, until the space
-// or the parked producers run out. A producer that took the last slot
-// passes nothing on; the consumer's next release wakes the next one.
-func (q *MPSC[T]) passOn() {
-	if q.space.Waiting() && q.hasSpace() {
-		q.space.Wake(1)
-	}
-}
-
 // EnqueueWait adds v at the tail, waiting while the ring is full. It
 // returns ErrClosed if the ring is or becomes closed, and ctx.Err() if ctx
 // ends the wait; v then still belongs to the caller. ctx bounds only the
 // wait: a call that finds space succeeds even with ctx already done.
 func (q *MPSC[T]) EnqueueWait(ctx context.Context, v T) error {
 	var b wait.Backoff
-	for waited := false; ; waited = true {
+	for {
 		err := q.Enqueue(v)
 		if err != ErrFull {
-			if waited && err == nil {
-				q.passOn()
-			}
 			return err
 		}
 		if err := q.waitSpace(ctx, &b); err != nil {
@@ -145,12 +128,9 @@ func (q *MPSC[T]) EnqueueWait(ctx context.Context, v T) error {
 func (q *MPSC[T]) EnqueueBurstWait(ctx context.Context, vs []T) (int, error) {
 	var b wait.Backoff
 	done := 0
-	for waited := false; done < len(vs); waited = true {
+	for done < len(vs) {
 		n, err := q.EnqueueBurst(vs[done:])
 		done += n
-		if waited && n > 0 {
-			q.passOn()
-		}
 		if err != ErrFull {
 			return done, err
 		}
