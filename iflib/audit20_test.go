@@ -2,10 +2,12 @@ package iflib_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
@@ -177,9 +179,8 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 					case "ctl":
 						// SetMAC reinitialises a running interface (stop + init).
 						err = c.SetMAC(iflib.EtherAddr{2, 0, 0, 0, 0, 9})
-						if e := c.AddMulti(iflib.EtherAddr{1, 0, 0x5e, 0, 0, 1}); e != nil && !isOneOf(e, ctlErrs...) {
-							t.Errorf("AddMulti from %s: undocumented error %T %v", point, e, e)
-						}
+						e := c.AddMulti(iflib.EtherAddr{1, 0, 0x5e, 0, 0, 1})
+						assert.False(t, e != nil && !isOneOf(e, ctlErrs...), "AddMulti from %s: undocumented error %T %v", point, e, e)
 					case "reads":
 						_ = c.SysctlLines()
 						_ = c.Counter(iflib.IfCounterOPackets)
@@ -251,27 +252,23 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 					func() error { return f.ctx.SetMedia(iflib.Media1000T | iflib.MediaFDX) },
 					func() error { _, err := f.ctx.MediaStatus(); return err },
 				} {
-					if err := call(); err != nil && !isOneOf(err, append(lifecycleErrs, ctlErrs...)...) {
-						t.Fatalf("a control call with %s hooked: undocumented error %T %v", point, err, err)
-					}
+					err := call()
+					require.False(t, err != nil && !isOneOf(err, append(lifecycleErrs, ctlErrs...)...), "a control call with %s hooked: undocumented error %T %v", point, err, err)
 				}
 				time.Sleep(5 * time.Millisecond)
 				if err := f.ctx.Stop(); err != nil {
 					require.ErrorIs(t, err, iflib.ErrDetached)
 				}
-				if err := f.ctx.Detach(); err != nil && !errors.Is(err, iflib.ErrDetached) && !errors.Is(err, iflib.ErrDeferred) {
-					t.Fatalf("Detach: %v", err)
-				}
+				err = f.ctx.Detach()
+				require.False(t, err != nil && !errors.Is(err, iflib.ErrDetached) && !errors.Is(err, iflib.ErrDeferred), "Detach: %v", err)
 				select {
 				case <-f.ctx.Detached():
 				case <-time.After(10 * time.Second):
-					t.Fatalf("%s from %s: the context never finished detaching", action, point)
+					require.FailNow(t, fmt.Sprintf("%s from %s: the context never finished detaching", action, point))
 				}
 				mu.Lock()
 				require.True(t, fired, "the hook at %s ran", point)
-				if got != nil && !isOneOf(got, append(lifecycleErrs, ctlErrs...)...) {
-					t.Fatalf("%s from %s: undocumented error %T %v", action, point, got, got)
-				}
+				require.False(t, got != nil && !isOneOf(got, append(lifecycleErrs, ctlErrs...)...), "%s from %s: undocumented error %T %v", action, point, got, got)
 				mu.Unlock()
 				require.Equal(t, z.Size(), z.Available(), "every packet back in its zone")
 				require.NoError(t, f.bus.Close(), "no map left loaded")

@@ -2,6 +2,7 @@ package iflib_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,7 +77,7 @@ func TestCtlRacesLifecycle(t *testing.T) {
 					return
 				}
 			}
-			t.Errorf("%s: undocumented error %v", what, err)
+			assert.Fail(t, fmt.Sprintf("%s: undocumented error %v", what, err))
 		}
 	}
 	var handed atomic.Uint64

@@ -102,7 +102,7 @@ func TestLifecycleFromIFDIDuringRegister(t *testing.T) {
 					select {
 					case <-seen.Detached():
 					default:
-						t.Fatal("Detached() not closed after the failed Register")
+						require.FailNow(t, "Detached() not closed after the failed Register")
 					}
 					require.ErrorIs(t, seen.Detach(), iflib.ErrDetached)
 					require.ErrorIs(t, seen.Init(), iflib.ErrDetached)
@@ -232,7 +232,7 @@ func TestStopNeverFreesWhatASenderHolds(t *testing.T) {
 					require.ErrorIs(t, f.ctx.Detach(), iflib.ErrDeferred)
 					select {
 					case <-f.ctx.Detached():
-						t.Fatal("Detach finished while a sender held a queue")
+						require.FailNow(t, "Detach finished while a sender held a queue")
 					case <-time.After(30 * time.Millisecond):
 					}
 					close(release)
@@ -240,7 +240,7 @@ func TestStopNeverFreesWhatASenderHolds(t *testing.T) {
 					select {
 					case <-f.ctx.Detached():
 					case <-time.After(10 * time.Second):
-						t.Fatal("the deferred Detach never finished")
+						require.FailNow(t, "the deferred Detach never finished")
 					}
 				}
 				if sendErr != nil {

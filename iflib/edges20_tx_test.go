@@ -1,6 +1,7 @@
 package iflib_test
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func timerWindow(t *testing.T, first time.Duration, body func(t *testing.T, inte
 		t.Logf("timer interval %v: a period fell inside the window; again with %v", iv, 2*iv)
 		iv *= 2
 	}
-	t.Fatalf("the premise never held, up to a timer interval of %v", iv/2)
+	require.FailNow(t, fmt.Sprintf("the premise never held, up to a timer interval of %v", iv/2))
 }
 
 // Item 5, quiet: a device that defers the write-back of a quiet queue's

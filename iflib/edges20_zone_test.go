@@ -64,7 +64,7 @@ func TestClosedZoneRefusesUse(t *testing.T) {
 	case err := <-waitErr:
 		require.ErrorIs(t, err, iflib.ErrZoneClosed)
 	case <-time.After(5 * time.Second):
-		t.Fatal("GetWait still blocked after Close")
+		require.FailNow(t, "GetWait still blocked after Close")
 	}
 	require.Zero(t, space.Allocated(), "the zone's memory went back")
 

@@ -170,7 +170,7 @@ func TestLifecycleFromCallbacks(t *testing.T) {
 				select {
 				case <-f.ctx.Detached():
 				case <-time.After(10 * time.Second):
-					t.Fatal("deferred Detach never finished")
+					require.FailNow(t, "deferred Detach never finished")
 				}
 				require.ErrorIs(t, f.ctx.Detach(), iflib.ErrDetached)
 				require.NoError(t, f.bus.Close())

@@ -2,11 +2,13 @@ package iflib_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -283,9 +285,7 @@ func (f *fakeNIC) complete(n int) int {
 			f.scratch = make([]byte, d.n)
 		}
 		b := f.scratch[:d.n]
-		if err := f.bus.Read(d.addr, b); err != nil {
-			f.t.Errorf("device read of a TX buffer: %v", err)
-		}
+		assert.NoError(f.t, f.bus.Read(d.addr, b), "device read of a TX buffer")
 		if !f.discard {
 			f.cur = append(f.cur, b...)
 		}
@@ -365,9 +365,7 @@ func (f *fakeNIC) rx(frame []byte) bool {
 	for k := 0; k < need; k++ {
 		chunk := b[:min(len(b), f.rxBuf)]
 		b = b[len(chunk):]
-		if err := f.bus.Write(f.rxAddr[f.rxHead], chunk); err != nil {
-			f.t.Errorf("device write of an RX buffer: %v", err)
-		}
+		assert.NoError(f.t, f.bus.Write(f.rxAddr[f.rxHead], chunk), "device write of an RX buffer")
 		f.rxDone[f.rxHead] = fakeRxd{n: len(chunk), eop: k == need-1}
 		f.rxHead = (f.rxHead + 1) % f.nrxd
 	}
@@ -448,9 +446,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
 		time.Sleep(100 * time.Microsecond)
 	}
 }
@@ -464,7 +460,7 @@ func (f *fakeNIC) takeClientReports() []busdma.Report {
 		if r.Kind == busdma.KindClient {
 			out = append(out, r)
 		} else {
-			f.t.Errorf("unexpected report: %s", r)
+			assert.Fail(f.t, fmt.Sprintf("unexpected report: %s", r))
 		}
 	}
 	f.chk.Reset()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 )
 
@@ -11,13 +13,9 @@ import (
 func fuzzZone(tb testing.TB, size int) *Zone {
 	tb.Helper()
 	s, err := busdma.NewSimSpace(busdma.SimConfig{Size: 4 << 20})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	z, err := NewZone(s, "fuzz", size, 2048)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	return z
 }
 
@@ -91,23 +89,15 @@ func FuzzParseHeader(f *testing.F) {
 			// TSO writes the pseudo-header sum into th_sum: allow exactly
 			// those two bytes to change.
 			o := int(pi.EHdrLen) + int(pi.IPHLen) + 16
-			if o+2 > len(data) {
-				t.Fatalf("th_sum at %d beyond the %d-byte frame", o, len(data))
-			}
+			require.LessOrEqual(t, o+2, len(data), "th_sum at %d beyond the %d-byte frame", o, len(data))
 			copy(got[o:o+2], data[o:o+2])
 		}
-		if !bytes.Equal(got, data) {
-			t.Fatalf("parseHeader changed the frame's bytes")
-		}
+		require.Equal(t, data, got, "parseHeader changed the frame's bytes")
 		if err != nil {
 			return
 		}
-		if pi.EHdrLen != 0 && pi.EHdrLen != 14 && pi.EHdrLen != 18 {
-			t.Fatalf("ehdrlen %d", pi.EHdrLen)
-		}
-		if int(pi.EHdrLen)+int(pi.IPHLen) > len(data) {
-			t.Fatalf("headers (%d+%d) beyond the %d-byte frame", pi.EHdrLen, pi.IPHLen, len(data))
-		}
+		require.False(t, pi.EHdrLen != 0 && pi.EHdrLen != 14 && pi.EHdrLen != 18, "ehdrlen %d", pi.EHdrLen)
+		require.LessOrEqual(t, int(pi.EHdrLen)+int(pi.IPHLen), len(data), "headers (%d+%d) beyond the %d-byte frame", pi.EHdrLen, pi.IPHLen, len(data))
 	})
 }
 
@@ -128,32 +118,22 @@ func FuzzCollapseDefrag(f *testing.F) {
 		m := fuzzChain(t, z, data, cuts)
 		before := z.Outstanding()
 		ok := collapse(m, int(maxSegs))
-		if got := chainBytes(m); !bytes.Equal(got, data) {
-			t.Fatalf("collapse changed the bytes")
-		}
-		if ok != (m.NumBufs() <= int(maxSegs)) {
-			t.Fatalf("collapse reported %v with %d buffers for %d segments", ok, m.NumBufs(), maxSegs)
-		}
-		if z.Outstanding() != m.NumBufs() || z.Outstanding() > before {
-			t.Fatalf("collapse: %d packets out, chain of %d", z.Outstanding(), m.NumBufs())
-		}
+		got := chainBytes(m)
+		require.Equal(t, data, got, "collapse changed the bytes")
+		require.Equal(t, m.NumBufs() <= int(maxSegs), ok, "collapse reported %v with %d buffers for %d segments", ok, m.NumBufs(), maxSegs)
+		require.Equal(t, m.NumBufs(), z.Outstanding(), "collapse: %d packets out, chain of %d", z.Outstanding(), m.NumBufs())
+		require.LessOrEqual(t, z.Outstanding(), before, "collapse: %d packets out, chain of %d", z.Outstanding(), m.NumBufs())
 		d, ok := q.defragChain(m)
 		if ok {
 			m = d
 		}
-		if got := chainBytes(m); !bytes.Equal(got, data) {
-			t.Fatalf("defrag changed the bytes")
-		}
-		if ok && m.NumBufs() != (len(data)+cl-1)/cl {
-			t.Fatalf("defrag made %d clusters for %d bytes", m.NumBufs(), len(data))
-		}
-		if m.Hdr.Len != len(data) {
-			t.Fatalf("header length %d after defrag, want %d", m.Hdr.Len, len(data))
-		}
+		got = chainBytes(m)
+		require.Equal(t, data, got, "defrag changed the bytes")
+		require.False(t, ok && m.NumBufs() != (len(data)+cl-1)/cl, "defrag made %d clusters for %d bytes", m.NumBufs(), len(data))
+		require.Equal(t, len(data), m.Hdr.Len, "header length %d after defrag, want %d", m.Hdr.Len, len(data))
 		m.Free()
-		if z.Outstanding() != 0 || z.Stats().DoubleFrees != 0 {
-			t.Fatalf("after free: %d out, %d double frees", z.Outstanding(), z.Stats().DoubleFrees)
-		}
+		require.Zero(t, z.Outstanding(), "after free: %d out, %d double frees", z.Outstanding(), z.Stats().DoubleFrees)
+		require.Zero(t, z.Stats().DoubleFrees, "after free: %d out, %d double frees", z.Outstanding(), z.Stats().DoubleFrees)
 	})
 }
 
@@ -177,22 +157,17 @@ func TestParseHeaderTSO(t *testing.T) {
 	p.Hdr.Len = MCLBytes
 	p.Hdr.TSOSegSize = 1000
 	pi := &PktInfo{CsumFlags: CsumIPTSO, Len: p.Hdr.Len}
-	if err := q.parseHeader(pi, p); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, q.parseHeader(pi, p))
 	b := p.Bytes()
 	// 0x0a00+0x0001 + 0x0a00+0x0002 + 6 = 0x1409
-	if got := uint16(b[14+20+16])<<8 | uint16(b[14+20+17]); got != 0x1409 {
-		t.Fatalf("th_sum %#x, want the pseudo-header sum 0x1409", got)
-	}
-	if got := uint16(b[14+2])<<8 | uint16(b[14+3]); got != 20+20+1000 {
-		t.Fatalf("ip_len %d, want one segment (1040)", got)
-	}
-	if b[14+10] != 0 || b[14+11] != 0 {
-		t.Fatal("ip_sum not zeroed")
-	}
-	if pi.CsumFlags&(CsumIPTCP|CsumIP) != CsumIPTCP|CsumIP || pi.TSOSegSize != 1000 || pi.TCPHLen != 20 {
-		t.Fatalf("pi %+v", pi)
-	}
+	got := uint16(b[14+20+16])<<8 | uint16(b[14+20+17])
+	require.Equal(t, uint16(0x1409), got, "th_sum %#x, want the pseudo-header sum 0x1409", got)
+	got = uint16(b[14+2])<<8 | uint16(b[14+3])
+	require.Equal(t, uint16(20+20+1000), got, "ip_len %d, want one segment (1040)", got)
+	require.Zero(t, b[14+10], "ip_sum not zeroed")
+	require.Zero(t, b[14+11], "ip_sum not zeroed")
+	require.Equal(t, CsumIPTCP|CsumIP, pi.CsumFlags&(CsumIPTCP|CsumIP), "pi %+v", pi)
+	require.Equal(t, uint16(1000), pi.TSOSegSize, "pi %+v", pi)
+	require.Equal(t, uint8(20), pi.TCPHLen, "pi %+v", pi)
 	p.Free()
 }

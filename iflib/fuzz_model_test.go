@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
@@ -80,9 +82,7 @@ func TestFuzzModelReplay(t *testing.T) {
 		t.Skip("IFLIB_FUZZ_INPUT not set")
 	}
 	in, err := hex.DecodeString(strings.TrimSpace(h))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	runModel(t, in)
 }
 
@@ -236,9 +236,7 @@ func runModel(t *testing.T, in []byte) {
 		opts.IOMMU = true
 	}
 	env, err := simnictest.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m.env = env
 	defer func() {
 		if r := recover(); r != nil {
@@ -246,12 +244,9 @@ func runModel(t *testing.T, in []byte) {
 		}
 	}()
 	fs, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.foreign, err = iflib.NewZone(fs, "foreign", iflib.MCLBytes, 8); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	m.foreign, err = iflib.NewZone(fs, "foreign", iflib.MCLBytes, 8)
+	require.NoError(t, err)
 	for ops := 0; ops < maxOps && !m.in.done(); ops++ {
 		m.guard("an operation", opGuard, m.step)
 		m.guard("the checks", 0, m.check)
@@ -300,7 +295,7 @@ func (m *model) report() string {
 
 func (m *model) fail(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("%s\n%s", fmt.Sprintf(format, args...), m.report())
+	require.FailNow(m.t, fmt.Sprintf("%s\n%s", fmt.Sprintf(format, args...), m.report()))
 }
 
 // isOneOf reports whether err matches one of the documented errors.

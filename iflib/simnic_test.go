@@ -4,7 +4,6 @@ package iflib_test
 // (moved here from examples/simnic: they test iflib, simnic is the device).
 
 import (
-	"bytes"
 	"encoding/binary"
 	mrand "math/rand/v2"
 	"runtime"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
@@ -40,22 +41,16 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 					if err == nil {
 						break
 					}
-					if err != iflib.ErrNoBufs {
-						t.Fatalf("transmit %d: %v", i, err)
-					}
+					require.False(t, err != iflib.ErrNoBufs, "transmit %d: %v", i, err)
 					// mpring mode drops on a full ring: resend a fresh copy.
 					runtime.Gosched()
 				}
 			}
 			eventually(t, "all frames on the wire", func() bool { return rec.Len() >= n })
 			got := rec.Frames()
-			if len(got) != n {
-				t.Fatalf("got %d frames, want %d", len(got), n)
-			}
+			require.Len(t, got, n, "got %d frames, want %d", len(got), n)
 			for i := range want {
-				if !bytes.Equal(got[i], want[i]) {
-					t.Fatalf("frame %d differs (len %d vs %d)", i, len(got[i]), len(want[i]))
-				}
+				require.Equal(t, want[i], got[i], "frame %d differs (len %d vs %d)", i, len(got[i]), len(want[i]))
 			}
 		})
 	}
@@ -126,13 +121,9 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 			rec.mu.Lock()
 			got := rec.got
 			rec.mu.Unlock()
-			if len(got) != n {
-				t.Fatalf("received %d, want %d", len(got), n)
-			}
+			require.Len(t, got, n, "received %d, want %d", len(got), n)
 			for i := range want {
-				if !bytes.Equal(got[i], want[i]) {
-					t.Fatalf("packet %d differs: len %d vs %d", i, len(got[i]), len(want[i]))
-				}
+				require.Equal(t, want[i], got[i], "packet %d differs: len %d vs %d", i, len(got[i]), len(want[i]))
 			}
 		})
 	}
@@ -168,16 +159,10 @@ func TestIOMMUSmallPacketsReuseVsNoReuse(t *testing.T) {
 			after := rxStats(t, r.Ctx)
 			loads := after.MapLoads - before.MapLoads
 			pkts := after.IPackets - before.IPackets
-			if pkts != n {
-				t.Fatalf("received %d, want %d", pkts, n)
-			}
+			require.Equal(t, uint64(n), pkts, "received %d, want %d", pkts, n)
 			perPkt := float64(loads) / float64(pkts)
-			if reuse && loads != 0 {
-				t.Fatalf("reuse on: %d map loads for %d small packets (want 0)", loads, pkts)
-			}
-			if !reuse && (perPkt < 0.9 || perPkt > 1.1) {
-				t.Fatalf("reuse off: %.2f map loads per packet (want 1)", perPkt)
-			}
+			require.False(t, reuse && loads != 0, "reuse on: %d map loads for %d small packets (want 0)", loads, pkts)
+			require.False(t, !reuse && (perPkt < 0.9 || perPkt > 1.1), "reuse off: %.2f map loads per packet (want 1)", perPkt)
 		})
 	}
 }
@@ -225,13 +210,9 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 	mu.Unlock()
 	eventually(t, "every accepted frame delivered", func() bool { return got.Load() == accepted })
 	st := rxStats(t, r.Ctx)
-	if st.Watchdogs == 0 {
-		t.Fatal("the RX watchdog never armed")
-	}
+	require.NotZero(t, st.Watchdogs, "the RX watchdog never armed")
 	missed := r.NIC.Stats().RxMissed
-	if accepted+missed != n {
-		t.Fatalf("accepted %d + missed %d != %d", accepted, missed, n)
-	}
+	require.Equal(t, uint64(n), accepted+missed, "accepted %d + missed %d != %d", accepted, missed, n)
 }
 
 // Bad descriptors from the device: a length beyond the buffer, a slot that
@@ -251,9 +232,8 @@ func TestRxBadDescriptorsResetNotCrash(t *testing.T) {
 			}
 			sendFrames(t, r, 1, 200)
 			eventually(t, "reset", func() bool { return r.Ctx.Resets() >= 1 })
-			if e := rxStats(t, r.Ctx).IErrors; e == 0 {
-				t.Fatal("bad descriptor not counted")
-			}
+			e := rxStats(t, r.Ctx).IErrors
+			require.NotZero(t, e, "bad descriptor not counted")
 			base := rec.count()
 			sendFrames(t, r, 50, 200)
 			eventually(t, "traffic after the reset", func() bool { return rec.count() >= base+50 })
@@ -291,12 +271,9 @@ func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 	// At most one load: the slot left unused at the end of the warm-up
 	// lost its cluster to the stack and gets a new one when first reposted.
 	// Every filtered frame's own cluster is reposted without a load.
-	if l := after.MapLoads - before.MapLoads; l > 1 {
-		t.Fatalf("%d map loads for %d filtered frames (want ≤ 1: clusters stay mapped)", l, n)
-	}
-	if after.BAReuses-before.BAReuses < n-1 {
-		t.Fatalf("only %d reposts by ifsd_ba for %d filtered frames", after.BAReuses-before.BAReuses, n)
-	}
+	l := after.MapLoads - before.MapLoads
+	require.LessOrEqual(t, l, uint64(1), "%d map loads for %d filtered frames (want ≤ 1: clusters stay mapped)", l, n)
+	require.GreaterOrEqual(t, after.BAReuses-before.BAReuses, uint64(n-1), "only %d reposts by ifsd_ba for %d filtered frames", after.BAReuses-before.BAReuses, n)
 }
 
 // Stop with RX traffic arriving: afterwards no map is loaded and every
@@ -321,14 +298,10 @@ func TestRxStopWithTrafficInFlight(t *testing.T) {
 		}
 	}()
 	time.Sleep(40 * time.Millisecond)
-	if err := r.Ctx.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Ctx.Stop())
 	close(stop)
 	<-done
-	if rec.count() == 0 {
-		t.Fatal("nothing received before stop")
-	}
+	require.NotZero(t, rec.count(), "nothing received before stop")
 }
 
 // settle waits until cond holds and then until snapshot stops moving for
@@ -338,9 +311,7 @@ func settle(t testing.TB, what string, cond func() bool, snapshot func() uint64)
 	deadline := time.Now().Add(20 * time.Second)
 	var prev uint64
 	for stable := 0; stable < 10; {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
 		time.Sleep(2 * time.Millisecond)
 		cur := snapshot()
 		if cond() && cur == prev {

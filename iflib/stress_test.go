@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/examples/simnic"
@@ -47,8 +48,7 @@ func TestFanInStressEveryMode(t *testing.T) {
 					defer c.Flush()
 					for q := uint32(0); q < per; q++ {
 						p, err := c.Get()
-						if err != nil {
-							t.Error(err)
+						if !assert.NoError(t, err) {
 							return
 						}
 						p.SetLen(200)
@@ -67,22 +67,13 @@ func TestFanInStressEveryMode(t *testing.T) {
 			}
 			wg.Wait()
 			eventually(t, "accepted frames on the wire", func() bool { return e.sink.Frames() >= accepted.Load() })
-			if got := e.sink.Frames(); got != accepted.Load() {
-				t.Fatalf("wire %d, accepted %d", got, accepted.Load())
-			}
-			if accepted.Load()+refused.Load() != senders*per {
-				t.Fatalf("accepted %d + refused %d != %d", accepted.Load(), refused.Load(), senders*per)
-			}
+			got := e.sink.Frames()
+			require.Equal(t, accepted.Load(), got, "wire %d, accepted %d", got, accepted.Load())
+			require.Equal(t, uint64(senders*per), accepted.Load()+refused.Load(), "accepted %d + refused %d != %d", accepted.Load(), refused.Load(), senders*per)
 			drops := e.ctx.Counter(iflib.IfCounterOQDrops) + e.ctx.Counter(iflib.IfCounterOErrors)
-			if drops != refused.Load() {
-				t.Fatalf("counted drops %d, refused %d", drops, refused.Load())
-			}
-			if mode == iflib.TxModeDRBR && refused.Load() != 0 {
-				t.Fatalf("drbr refused %d: it must block, not drop", refused.Load())
-			}
-			if bad.Load() != 0 {
-				t.Fatalf("%d frames duplicated or out of order", bad.Load())
-			}
+			require.Equal(t, refused.Load(), drops, "counted drops %d, refused %d", drops, refused.Load())
+			require.False(t, mode == iflib.TxModeDRBR && refused.Load() != 0, "drbr refused %d: it must block, not drop", refused.Load())
+			require.Zero(t, bad.Load(), "%d frames duplicated or out of order", bad.Load())
 			e.done()
 		})
 	}
@@ -113,16 +104,11 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 				key = "no_desc_avail"
 			}
 			nodesc, _ := e.ctx.SysctlValue("dev.simnic.0.iflib.txq0." + key)
-			if nodesc.(uint64) == 0 {
-				t.Fatal("a 64-descriptor ring never ran out: the test did not exercise exhaustion")
-			}
+			require.NotZero(t, nodesc.(uint64), "a 64-descriptor ring never ran out: the test did not exercise exhaustion")
 			drops := e.ctx.Counter(iflib.IfCounterOQDrops)
-			if ok+drops != n || e.sink.Frames() != ok {
-				t.Fatalf("sent %d + dropped %d != %d (wire %d)", ok, drops, n, e.sink.Frames())
-			}
-			if mode != iflib.TxModeSimple && drops != 0 {
-				t.Fatalf("%s dropped %d for lack of descriptors; it must keep them", mode, drops)
-			}
+			require.Equal(t, uint64(n), ok+drops, "sent %d + dropped %d != %d (wire %d)", ok, drops, n, e.sink.Frames())
+			require.Equal(t, ok, e.sink.Frames(), "sent %d + dropped %d != %d (wire %d)", ok, drops, n, e.sink.Frames())
+			require.False(t, mode != iflib.TxModeSimple && drops != 0, "%s dropped %d for lack of descriptors; it must keep them", mode, drops)
 			// Recovery: the queue takes traffic again.
 			require.NoError(t, e.ctx.Transmit(e.pkt(100)))
 			eventually(t, "recovered", func() bool { return e.sink.Frames() == ok+1 })

@@ -3,9 +3,9 @@ package iflib_test
 import (
 	"encoding/json"
 	"expvar"
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/examples/simnic"
@@ -29,37 +29,27 @@ func TestSysctlExpvarLinkAndPollMode(t *testing.T) {
 		"dev.simnic.0.iflib.rxq0.rxq_fl0.credits", "dev.simnic.0.iflib.rx_budget",
 		"dev.simnic.0.counters.opackets",
 	} {
-		if _, ok := e.ctx.SysctlValue(name); !ok {
-			t.Errorf("sysctl %s missing", name)
-		}
+		_, ok := e.ctx.SysctlValue(name)
+		assert.True(t, ok, "sysctl %s missing", name)
 	}
-	if v, _ := e.ctx.SysctlValue("dev.simnic.0.iflib.txq0.r_enqueues"); v.(uint64) < 50 {
-		t.Errorf("r_enqueues = %v, want ≥ 50", v)
-	}
-	if v, _ := e.ctx.SysctlValue("dev.simnic.0.iflib.txq0.ring_state"); !strings.Contains(v.(string), "state: ") {
-		t.Errorf("ring_state = %q", v)
-	}
+	v, _ := e.ctx.SysctlValue("dev.simnic.0.iflib.txq0.r_enqueues")
+	assert.GreaterOrEqual(t, v.(uint64), uint64(50), "r_enqueues = %v, want ≥ 50", v)
+	v, _ = e.ctx.SysctlValue("dev.simnic.0.iflib.txq0.ring_state")
+	assert.Contains(t, v.(string), "state: ", "ring_state = %q", v)
 	ev := expvar.Get("iflib")
-	if ev == nil {
-		t.Fatal("expvar iflib not published")
-	}
+	require.NotNil(t, ev, "expvar iflib not published")
 	var m map[string]map[string]any
 	require.NoError(t, json.Unmarshal([]byte(ev.String()), &m))
-	if got := m[e.ctx.Name()]["dev.simnic.0.counters.opackets"]; got != float64(50) {
-		t.Errorf("expvar opackets = %v, want 50", got)
-	}
+	got := m[e.ctx.Name()]["dev.simnic.0.counters.opackets"]
+	assert.False(t, got != float64(50), "expvar opackets = %v, want 50", got)
 
 	e.ctx.LinkStateChange(iflib.LinkStateDown, 0)
 	err = e.ctx.Transmit(e.pkt(100))
 	require.ErrorIs(t, err, iflib.ErrLinkDown)
 	require.ErrorIs(t, err, iflib.ErrNotRunning, "link down is ENETDOWN too")
 	e.ctx.LinkStateChange(iflib.LinkStateUp, 10e9)
-	if err := e.ctx.Transmit(e.pkt(100)); err != nil {
-		t.Fatalf("link up again: %v", err)
-	}
+	require.NoError(t, e.ctx.Transmit(e.pkt(100)), "link up again")
 	eventually(t, "frame after link up", func() bool { return e.sink.Frames() == 51 })
-	if e.ctx.Placement() == "" {
-		t.Error("no placement map")
-	}
+	assert.NotEqual(t, "", e.ctx.Placement(), "no placement map")
 	e.done()
 }

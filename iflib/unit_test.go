@@ -2,6 +2,9 @@ package iflib
 
 import (
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // txq_max_db_deferred and txq_max_rs_deferred worked by hand from
@@ -14,12 +17,10 @@ func TestDeferralTiers(t *testing.T) {
 		{0, 0, 2}, {128, 0, 2}, {129, 7, 15}, {256, 7, 15}, {257, 31, 31}, {512, 31, 31}, {513, 63, 63}, {1024, 63, 63},
 	} {
 		q.inUse = tc.inUse
-		if got := q.maxDBDeferred(); got != tc.db {
-			t.Errorf("txq_max_db_deferred(%d) = %d, want %d", tc.inUse, got, tc.db)
-		}
-		if got := q.maxRSDeferred(); got != tc.rs {
-			t.Errorf("txq_max_rs_deferred(in_use %d) = %d, want %d", tc.inUse, got, tc.rs)
-		}
+		got := q.maxDBDeferred()
+		assert.Equal(t, tc.db, got, "txq_max_db_deferred(%d) = %d, want %d", tc.inUse, got, tc.db)
+		got = q.maxRSDeferred()
+		assert.Equal(t, tc.rs, got, "txq_max_rs_deferred(in_use %d) = %d, want %d", tc.inUse, got, tc.rs)
 	}
 }
 
@@ -32,9 +33,8 @@ func TestGetInuse(t *testing.T) {
 		want       int
 	}{{0, 0, false, 0}, {0, 0, true, 8}, {2, 5, false, 3}, {6, 1, false, 3}, {3, 3, true, 8}} {
 		q.cidx, q.pidx, q.gen = tc.cidx, tc.pidx, tc.gen
-		if got := q.getInuse(); got != tc.want {
-			t.Errorf("get_inuse(cidx %d, pidx %d, gen %v) = %d, want %d", tc.cidx, tc.pidx, tc.gen, got, tc.want)
-		}
+		got := q.getInuse()
+		assert.Equal(t, tc.want, got, "get_inuse(cidx %d, pidx %d, gen %v) = %d, want %d", tc.cidx, tc.pidx, tc.gen, got, tc.want)
 	}
 }
 
@@ -49,9 +49,8 @@ func TestSortByFlowKeepsOrderWithinFlow(t *testing.T) {
 	sortByFlow(b)
 	for i := 1; i < len(b); i++ {
 		a, c := b[i-1].Hdr, b[i].Hdr
-		if a.FlowID > c.FlowID || (a.FlowID == c.FlowID && a.CsumData > c.CsumData) {
-			t.Fatalf("not sorted stably at %d: %+v then %+v", i, a, c)
-		}
+		require.LessOrEqual(t, a.FlowID, c.FlowID, "not sorted stably at %d: %+v then %+v", i, a, c)
+		require.False(t, a.FlowID == c.FlowID && a.CsumData > c.CsumData, "not sorted stably at %d: %+v then %+v", i, a, c)
 	}
 }
 
@@ -60,15 +59,12 @@ func TestFindClearWraps(t *testing.T) {
 	for i := 0; i < 130; i++ {
 		fl.set(i)
 	}
-	if got := fl.findClear(5); got != -1 {
-		t.Fatalf("full bitmap: findClear = %d, want -1", got)
-	}
+	got := fl.findClear(5)
+	require.Equal(t, -1, got, "full bitmap: findClear = %d, want -1", got)
 	fl.clr(3)
-	if got := fl.findClear(100); got != 3 {
-		t.Fatalf("wrap: findClear(100) = %d, want 3", got)
-	}
+	got = fl.findClear(100)
+	require.Equal(t, 3, got, "wrap: findClear(100) = %d, want 3", got)
 	fl.clr(129)
-	if got := fl.findClear(100); got != 129 {
-		t.Fatalf("findClear(100) = %d, want 129", got)
-	}
+	got = fl.findClear(100)
+	require.Equal(t, 129, got, "findClear(100) = %d, want 129", got)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
@@ -43,7 +44,7 @@ func TestZoneGetWait(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	select {
 	case <-got:
-		t.Fatal("GetWait returned with the zone empty")
+		require.FailNow(t, "GetWait returned with the zone empty")
 	default:
 	}
 	a.Free()
@@ -79,8 +80,7 @@ func TestDRBRSendersWaitForPackets(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
 				p, err := z.GetWait(context.Background())
-				if err != nil {
-					t.Error(err)
+				if !assert.NoError(t, err) {
 					return
 				}
 				p.SetLen(100)

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/internal/cputime"
 )
 
@@ -17,33 +20,23 @@ func BenchmarkTCP(b *testing.B) {
 		for _, link := range []string{LinkIflib, LinkIflibLRO, LinkIflibOffload, LinkPipe, LinkChannel} {
 			b.Run(fmt.Sprintf("mtu=%d/link=%s", mtu, link), func(b *testing.B) {
 				st, err := Open(link, mtu, DefaultBenchPair())
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer func() {
-					if err := st.Close(); err != nil {
-						b.Error(err)
-					}
+					assert.NoError(b, st.Close())
 				}()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
 				chunk := Blob(1<<20, 7)
 				s, err := st.NewStream(ctx, chunk)
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				b.SetBytes(int64(len(chunk)))
 				b.ReportAllocs()
 				b.ResetTimer()
 				c0 := cputime.Process()
 				for range b.N {
-					if err := s.Send(); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, s.Send())
 				}
-				if err := s.Finish(); err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, s.Finish())
 				cpu := cputime.Process() - c0
 				b.StopTimer()
 				b.ReportMetric(float64(cpu.Microseconds())/1e3/(float64(b.N)*float64(len(chunk))/1e6), "cpu-ms/MB")
@@ -59,30 +52,20 @@ func BenchmarkRR(b *testing.B) {
 		for _, link := range []string{LinkIflib, LinkIflibLRO, LinkIflibOffload, LinkPipe, LinkChannel} {
 			b.Run(fmt.Sprintf("mtu=%d/link=%s", mtu, link), func(b *testing.B) {
 				st, err := Open(link, mtu, DefaultBenchPair())
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer func() {
-					if err := st.Close(); err != nil {
-						b.Error(err)
-					}
+					assert.NoError(b, st.Close())
 				}()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
 				rr, err := DialRR(ctx, st.A, st.AddrB)
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				defer rr.Close()
-				if err := rr.RoundTrip(64); err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, rr.RoundTrip(64))
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
-					if err := rr.RoundTrip(64); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, rr.RoundTrip(64))
 				}
 			})
 		}
