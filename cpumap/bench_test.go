@@ -16,7 +16,9 @@ func BenchmarkPlace(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		pl, err := a.Place(req)
-		require.NoError(b, err)
+		if err != nil { // no testify call per iteration: the timed loop stays bare
+			require.NoError(b, err)
+		}
 		pl.Release()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/16, "ns/queue")
@@ -28,7 +30,9 @@ func BenchmarkL2Neighbor(b *testing.B) {
 	b.ReportAllocs()
 	cpu := 0
 	for b.Loop() {
-		require.GreaterOrEqual(b, tp.L2Neighbor(cpu), 0, "no neighbour")
+		if n := tp.L2Neighbor(cpu); n < 0 { // no testify call per iteration
+			require.GreaterOrEqual(b, n, 0, "no neighbour")
+		}
 		cpu = (cpu + 1) & 31
 	}
 }

@@ -31,7 +31,9 @@ func BenchmarkTransmit(b *testing.B) {
 				case iflib.ErrNoBufs:
 					drops++
 				default:
-					require.NoError(b, err)
+					if err != nil { // no testify call per iteration: the timed loop stays bare
+						require.NoError(b, err)
+					}
 				}
 			}
 			b.StopTimer()
@@ -109,7 +111,9 @@ func BenchmarkZoneGetFree(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p, err := c.Get()
-		require.NoError(b, err)
+		if err != nil { // no testify call per iteration: the timed loop stays bare
+			require.NoError(b, err)
+		}
 		c.Put(p)
 	}
 	b.StopTimer()
