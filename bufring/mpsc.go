@@ -39,9 +39,11 @@ const closedBit = 1 << 63
 //     the ring full up to Batch−1 items early while the consumer is busy
 //     between calls. A blocking producer never waits on those slots for
 //     longer than the consumer's next call.
-//   - Waiting (not in buf_ring). DequeueWait and DequeueBurstWait drain
-//     everything published before they look at waiting; on an empty ring
-//     the consumer polls the head slot briefly, yields, and only then
+//   - Waiting (not in buf_ring). DequeueWait and DequeueBurstWait wait
+//     only when nothing is published at the consumer's position
+//     (DequeueBurstWait takes every published item that fits in dst,
+//     across runs, in one call); on an empty ring the consumer polls the
+//     head slot briefly, yields, and only then
 //     parks, raising a flag that producers load after each publication:
 //     a producer pays for a wake-up only when the consumer is parked or
 //     about to park, so a stream of single items does not fall into a

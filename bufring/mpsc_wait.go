@@ -43,11 +43,11 @@ import (
 var (
 	// mpscPolls is how many times the consumer re-reads the head slot's
 	// sequence word before each yield, when GOMAXPROCS > 1. A variable
-	// only so that BenchmarkSpinPolicy can sweep it.
+	// only so that BenchmarkMPSCConsumerPolicy can sweep it.
 	mpscPolls = 64
 	// mpscYields is how many polling rounds, each ending in
 	// runtime.Gosched, the consumer makes before it parks. A variable
-	// only so that BenchmarkSpinPolicy can sweep it.
+	// only so that BenchmarkMPSCConsumerPolicy can sweep it.
 	mpscYields = 8
 )
 
