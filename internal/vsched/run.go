@@ -79,7 +79,10 @@ func Run(cfg Config, pol Policy, setup Setup) (Result, error) {
 	if cfg.Costs != nil {
 		n := cfg.CPUs
 		if n <= 0 {
-			n = max(len(s.threads), 1)
+			n = 1
+			for _, t := range s.threads {
+				n = max(n, t.cpu+1)
+			}
 		}
 		s.model = newModel(*cfg.Costs, n)
 	}

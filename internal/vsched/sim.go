@@ -144,6 +144,18 @@ func (s *Sim) Go(fn func()) {
 	s.threads = append(s.threads, &thread{id: id, cpu: cpu, fn: fn, run: make(chan struct{})})
 }
 
+// GoOn registers fn as a thread on virtual CPU cpu (taken mod
+// Config.CPUs when that is set), as cpumap.PinCurrentThread pins a real
+// one. Like Go, it must be called in the setup function.
+func (s *Sim) GoOn(cpu int, fn func()) {
+	if s.cfg.CPUs > 0 {
+		cpu = ((cpu % s.cfg.CPUs) + s.cfg.CPUs) % s.cfg.CPUs
+	} else if cpu < 0 {
+		cpu = 0
+	}
+	s.threads = append(s.threads, &thread{id: len(s.threads), cpu: cpu, fn: fn, run: make(chan struct{})})
+}
+
 // Steps returns how many scheduling points the run has passed so far.
 func (s *Sim) Steps() int { return s.steps }
 

@@ -239,3 +239,34 @@ func TestTimeSharing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, res.Time, 2*testCosts.ContextSwitch)
 }
+
+func TestPresetsTopology(t *testing.T) {
+	// On Turin two CPUs of one CCD pass a contended line faster than two
+	// of different CCDs; the presets are complete (no zero cost but
+	// CCXSize on this machine).
+	pingPong := func(a, b int) Setup {
+		return func(s *Sim) func() error {
+			for _, c := range []int{a, b} {
+				s.GoOn(c, func() {
+					for range 50 {
+						Point(OpRMW, 4096)
+					}
+				})
+			}
+			return nil
+		}
+	}
+	near, err := Run(Config{Costs: &Turin}, Timed(1), pingPong(0, 1))
+	require.NoError(t, err)
+	far, err := Run(Config{Costs: &Turin}, Timed(1), pingPong(0, 8))
+	require.NoError(t, err)
+	assert.Less(t, near.Time, far.Time)
+	// Every access but the first moves the line and then locks it.
+	assert.InDelta(t, (Turin.XferCCX+Turin.Locked)/(Turin.XferCore+Turin.Locked), (far.Time-Turin.Fill)/(near.Time-Turin.Fill), 0.05)
+	for _, c := range []Costs{ThisMachine, Turin} {
+		for name, v := range map[string]float64{"L1": c.L1, "Locked": c.Locked, "XferCore": c.XferCore, "XferCCX": c.XferCCX,
+			"Fill": c.Fill, "Yield": c.Yield, "ContextSwitch": c.ContextSwitch, "Wake": c.Wake, "Quantum": c.Quantum} {
+			assert.Positive(t, v, "%s.%s", c.Name, name)
+		}
+	}
+}
