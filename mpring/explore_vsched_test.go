@@ -150,6 +150,9 @@ func (c exploreCase) setup(s *vsched.Sim) func() error {
 
 var exploreCases = []exploreCase{
 	{name: "2x2/size4/budget1", size: 4, producers: 2, items: 2, budget: 1, perCall: 1},
+	// Room for every item: no ErrFull, so no CheckDrainage on the full
+	// path rescues an item a wrong hand-off strands.
+	{name: "2x2/size6/budget1", size: 6, producers: 2, items: 2, budget: 1, perCall: 1},
 	{name: "3x1/size4/budget1", size: 4, producers: 3, items: 1, budget: 1, perCall: 1},
 	{name: "2x2/size3/full", size: 3, producers: 2, items: 2, budget: 32, perCall: 2},
 	{name: "2x2/size5/abdicate", size: 5, producers: 2, items: 2, budget: 1, perCall: 1, abdicate: true},
