@@ -197,7 +197,7 @@ type Config struct {
 	// pass of the TX task sends from the buf_ring (0: bufring.DefaultDrainQuota, 8).
 	DRBRDrainQuota int
 	// DRBRSize is the buf_ring size in drbr mode, a power of two
-	// (0: DefaultDRBRSize, 2048).
+	// (0: DefaultDRBRSize, bufring's default).
 	DRBRSize        int
 	MinTxLatency    bool // net.iflib.min_tx_latency: ring the doorbell for every packet
 	NoTxBatch       bool // net.iflib.no_tx_batch: request a completion report for every packet

@@ -1,6 +1,10 @@
 package iflib
 
-import "time"
+import (
+	"time"
+
+	"github.com/goiflib/goiflib/bufring"
+)
 
 // Specification constants: values fixed by FreeBSD's sys/net/iflib.c and
 // sys/net/iflib.h (FreeBSD main of late 2025 unless noted; the sources are
@@ -64,9 +68,11 @@ const (
 	// or callback that blocks against its contract).
 	DefaultStopTimeout = time.Second
 	// DefaultDRBRSize is the drbr-mode buf_ring size (net.iflib.simple_txbr_size
-	// in the newest FreeBSD main, whose default could not be checked): the
-	// mp_ring size, so that the modes buffer the same amount. The other drbr
-	// defaults are bufring's (bufring.DefaultMaxProducers,
+	// in the newest FreeBSD main, whose default could not be checked):
+	// bufring's default. A deeper buf_ring only holds packets that wait
+	// behind a full descriptor ring, cache-cold by the time the device
+	// reads them (bufring.DefaultDRBRSize's doc has the measurement). The
+	// other drbr defaults are bufring's too (bufring.DefaultMaxProducers,
 	// bufring.DefaultDrainQuota).
-	DefaultDRBRSize = 2048
+	DefaultDRBRSize = bufring.DefaultDRBRSize
 )
