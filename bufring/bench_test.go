@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/goiflib/goiflib/internal/cputime"
 	"github.com/goiflib/goiflib/internal/wait"
 )
@@ -233,9 +235,7 @@ func fanInRound(b *testing.B, producers, burst, per, work int, q fanQueue) (el, 
 		n := q.take(buf[:])
 		for _, v := range buf[:n] {
 			p, seq := v>>32, uint32(v)
-			if seq != next[p] {
-				b.Fatalf("producer %d: got seq %d, want %d", p, seq, next[p])
-			}
+			require.Equal(b, next[p], seq, "producer %d: got seq %d, want %d", p, seq, next[p])
 			next[p]++
 		}
 		got += n

@@ -289,7 +289,7 @@ func TestDRBRDo(t *testing.T) {
 		require.NoError(t, d.Do(func() { close(inside); <-release }))
 	}()
 	<-inside
-	assert.False(t, d.TryDo(func() { t.Error("TryDo ran while Do held the lock") }))
+	assert.False(t, d.TryDo(func() { assert.Fail(t, "TryDo ran while Do held the lock") }))
 	require.NoError(t, d.Transmit(7)) // lock held: deferred
 	assert.Empty(t, w.got())
 	close(release)
@@ -339,8 +339,8 @@ func TestDRBRStress(t *testing.T) {
 								for k := range buf {
 									buf[k] = item(p, seq+k)
 								}
-								if k, err := d.TransmitBurst(buf); err != nil || k != burst {
-									t.Errorf("TransmitBurst = %d, %v", k, err)
+								k, err := d.TransmitBurst(buf)
+								if !assert.False(t, err != nil || k != burst, "TransmitBurst = %d, %v", k, err) {
 									return
 								}
 							}
@@ -377,8 +377,7 @@ func TestDRBRStressRefusals(t *testing.T) {
 		for p := 0; p < senders; p++ {
 			wg.Go(func() {
 				for seq := 0; seq < n; seq++ {
-					if err := d.Transmit(item(p, seq)); err != nil {
-						t.Error(err)
+					if !assert.NoError(t, d.Transmit(item(p, seq))) {
 						return
 					}
 				}
@@ -389,8 +388,8 @@ func TestDRBRStressRefusals(t *testing.T) {
 			defer close(completions)
 			for !done.Load() || d.Pending() > 0 {
 				w.credits.Store(16) // the hardware completed everything
-				if _, _, err := d.Restart(); err != nil {
-					t.Error(err)
+				_, _, err := d.Restart()
+				if !assert.NoError(t, err) {
 					return
 				}
 				runtime.Gosched()

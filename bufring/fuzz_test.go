@@ -1,8 +1,11 @@
 package bufring
 
 import (
+	"fmt"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzRing drives one ring from a byte string of operations and checks every
@@ -29,11 +32,9 @@ func FuzzRing(f *testing.F) {
 				err := r.Enqueue(next)
 				if len(model) < 7 {
 					model = append(model, next)
-					if err != nil {
-						t.Fatalf("Enqueue with %d items: %v", len(model)-1, err)
-					}
+					require.NoError(t, err, "Enqueue with %d items", len(model)-1)
 				} else if err != ErrFull {
-					t.Fatalf("Enqueue on full ring: %v", err)
+					require.FailNow(t, fmt.Sprintf("Enqueue on full ring: %v", err))
 				} else {
 					drops++
 				}
@@ -45,9 +46,8 @@ func FuzzRing(f *testing.F) {
 				} else {
 					v, ok = r.DequeueMC()
 				}
-				if ok != (len(model) > 0) || ok && v != model[0] {
-					t.Fatalf("dequeue = %d, %v; model %v", v, ok, model)
-				}
+				require.Equal(t, len(model) > 0, ok, "dequeue = %d, %v; model %v", v, ok, model)
+				require.False(t, ok && v != model[0], "dequeue = %d, %v; model %v", v, ok, model)
 				if ok {
 					model = model[1:]
 				}
@@ -58,9 +58,8 @@ func FuzzRing(f *testing.F) {
 					vs[i] = next
 				}
 				fit := min(k, 7-len(model))
-				if n := r.EnqueueBurst(vs); n != fit {
-					t.Fatalf("EnqueueBurst(%d) = %d, want %d", k, n, fit)
-				}
+				n := r.EnqueueBurst(vs)
+				require.Equal(t, fit, n, "EnqueueBurst(%d) = %d, want %d", k, n, fit)
 				model = append(model, vs[:fit]...)
 				drops += uint64(k - fit)
 			case 4, 5: // DequeueBurstSC / MC into k
@@ -71,18 +70,15 @@ func FuzzRing(f *testing.F) {
 					n = r.DequeueBurstMC(buf[:k])
 				}
 				if want := min(k, len(model)); n != want || !equal(buf[:n], model[:n]) {
-					t.Fatalf("burst dequeue %d = %v, model %v", k, buf[:n], model)
+					require.FailNow(t, fmt.Sprintf("burst dequeue %d = %v, model %v", k, buf[:n], model))
 				}
 				model = model[n:]
 			case 6: // Peek + Putback
 				v, ok := r.Peek()
-				if ok != (len(model) > 0) || ok && v != model[0] {
-					t.Fatalf("Peek = %d, %v; model %v", v, ok, model)
-				}
+				require.Equal(t, len(model) > 0, ok, "Peek = %d, %v; model %v", v, ok, model)
+				require.False(t, ok && v != model[0], "Peek = %d, %v; model %v", v, ok, model)
 				err := r.TryPutback(-k)
-				if ok != (err == nil) {
-					t.Fatalf("TryPutback = %v with %d items", err, len(model))
-				}
+				require.Equal(t, err == nil, ok, "TryPutback = %v with %d items", err, len(model))
 				if ok {
 					model[0] = -k
 				}
@@ -92,10 +88,10 @@ func FuzzRing(f *testing.F) {
 					model = model[1:]
 				}
 			}
-			if r.Count() != len(model) || r.Full() != (len(model) == 7) || r.Empty() != (len(model) == 0) || r.Drops() != drops {
-				t.Fatalf("count %d full %v empty %v drops %d; model %v drops %d",
-					r.Count(), r.Full(), r.Empty(), r.Drops(), model, drops)
-			}
+			require.Equal(t, len(model), r.Count(), "count %d full %v empty %v drops %d; model %v drops %d", r.Count(), r.Full(), r.Empty(), r.Drops(), model, drops)
+			require.Equal(t, len(model) == 7, r.Full(), "count %d full %v empty %v drops %d; model %v drops %d", r.Count(), r.Full(), r.Empty(), r.Drops(), model, drops)
+			require.Equal(t, len(model) == 0, r.Empty(), "count %d full %v empty %v drops %d; model %v drops %d", r.Count(), r.Full(), r.Empty(), r.Drops(), model, drops)
+			require.Equal(t, drops, r.Drops(), "count %d full %v empty %v drops %d; model %v drops %d", r.Count(), r.Full(), r.Empty(), r.Drops(), model, drops)
 		}
 	})
 }
@@ -112,9 +108,7 @@ func FuzzMPSC(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const size = 32
 		q, err := NewMPSC[int](size)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		batch := int(q.batch)
 		var model []int
 		unreleased := 0
@@ -133,18 +127,15 @@ func FuzzMPSC(f *testing.F) {
 				next++
 				err := q.Enqueue(next)
 				if len(model)+unreleased < size {
-					if err != nil {
-						t.Fatalf("Enqueue with %d used: %v", len(model)+unreleased, err)
-					}
+					require.NoError(t, err, "Enqueue with %d used", len(model)+unreleased)
 					model = append(model, next)
 				} else if err != ErrFull {
-					t.Fatalf("Enqueue on a full ring: %v", err)
+					require.FailNow(t, fmt.Sprintf("Enqueue on a full ring: %v", err))
 				}
 			case 1: // Dequeue
 				v, ok := q.Dequeue()
-				if ok != (len(model) > 0) || ok && v != model[0] {
-					t.Fatalf("Dequeue = %d, %v; model %v", v, ok, model)
-				}
+				require.Equal(t, len(model) > 0, ok, "Dequeue = %d, %v; model %v", v, ok, model)
+				require.False(t, ok && v != model[0], "Dequeue = %d, %v; model %v", v, ok, model)
 				if ok {
 					model = model[1:]
 					read(1, false)
@@ -167,27 +158,23 @@ func FuzzMPSC(f *testing.F) {
 				}
 				fit := min(k, size-len(model)-unreleased)
 				n, err := q.EnqueueBurst(vs)
-				if n != fit || (err == nil) != (fit == k) {
-					t.Fatalf("EnqueueBurst(%d) = %d, %v; want %d", k, n, err, fit)
-				}
+				require.Equal(t, fit, n, "EnqueueBurst(%d) = %d, %v; want %d", k, n, err, fit)
+				require.Equal(t, fit == k, err == nil, "EnqueueBurst(%d) = %d, %v; want %d", k, n, err, fit)
 				model = append(model, vs[:fit]...)
 			case 4, 5: // DequeueBurst into k
 				n := q.DequeueBurst(buf[:k])
 				want := min(k, len(model))
 				if n != want || !equal(buf[:n], model[:n]) {
-					t.Fatalf("DequeueBurst(%d) = %v; model %v", k, buf[:n], model)
+					require.FailNow(t, fmt.Sprintf("DequeueBurst(%d) = %v; model %v", k, buf[:n], model))
 				}
 				model = model[n:]
 				read(n, n < k)
 			case 6: // Peek + Putback
 				v, ok := q.Peek()
-				if ok != (len(model) > 0) || ok && v != model[0] {
-					t.Fatalf("Peek = %d, %v; model %v", v, ok, model)
-				}
+				require.Equal(t, len(model) > 0, ok, "Peek = %d, %v; model %v", v, ok, model)
+				require.False(t, ok && v != model[0], "Peek = %d, %v; model %v", v, ok, model)
 				err := q.Putback(-k)
-				if ok != (err == nil) {
-					t.Fatalf("Putback = %v with %d items", err, len(model))
-				}
+				require.Equal(t, err == nil, ok, "Putback = %v with %d items", err, len(model))
 				if ok {
 					model[0] = -k
 				} else {
@@ -195,9 +182,7 @@ func FuzzMPSC(f *testing.F) {
 				}
 			case 7: // Len
 			}
-			if q.Len() != len(model)+unreleased {
-				t.Fatalf("Len %d; model %d items + %d unreleased", q.Len(), len(model), unreleased)
-			}
+			require.Equal(t, len(model)+unreleased, q.Len(), "Len %d; model %d items + %d unreleased", q.Len(), len(model), unreleased)
 		}
 	})
 }

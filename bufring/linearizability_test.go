@@ -1,6 +1,7 @@
 package bufring
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/internal/race"
 )
@@ -116,7 +118,7 @@ func TestLinearizable(t *testing.T) {
 				for _, o := range history {
 					t.Logf("c%d [%d,%d] %+v -> %+v", o.ClientId, o.Call, o.Return, o.Input, o.Output)
 				}
-				t.Fatalf("multi-consumer %v: history %d is not linearizable", mc, h)
+				require.FailNow(t, fmt.Sprintf("multi-consumer %v: history %d is not linearizable", mc, h))
 			default:
 				t.Logf("multi-consumer %v: history %d: porcupine result %v", mc, h, res)
 			}

@@ -3,6 +3,7 @@ package bufring
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strconv"
@@ -60,9 +61,7 @@ type orderChecker struct {
 
 func (c *orderChecker) see(t *testing.T, v uint64) {
 	p, seq := int(v>>32), int(uint32(v))
-	if seq < c.next[p] {
-		t.Errorf("producer %d: saw seq %d after %d", p, seq, c.next[p]-1)
-	}
+	assert.GreaterOrEqual(t, seq, c.next[p], "producer %d: saw seq %d after %d", p, seq, c.next[p]-1)
 	c.next[p] = seq + 1
 }
 
@@ -133,7 +132,7 @@ func TestStressMPSC(t *testing.T) {
 					for _, v := range got {
 						p, seq := int(v>>32), int(uint32(v))
 						if p >= producers || seq != next[p] {
-							t.Fatalf("item %#x: producer %d expected seq %d", v, p, next[p])
+							require.FailNow(t, fmt.Sprintf("item %#x: producer %d expected seq %d", v, p, next[p]))
 						}
 						next[p]++
 					}

@@ -1,11 +1,11 @@
 package mpring
 
 import (
-	"errors"
 	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNewRejects(t *testing.T) {
@@ -48,16 +48,13 @@ func TestEmptyEnqueueChangesNothing(t *testing.T) {
 	r := newScripted(t, 8, s)
 	for _, items := range [][]int{nil, {}} {
 		for _, abdicate := range []bool{false, true} {
-			if err := r.Enqueue(items, 32, abdicate); !errors.Is(err, ErrNoItems) {
-				t.Fatalf("Enqueue(%v): %v, want ErrNoItems", items, err)
-			}
+			err := r.Enqueue(items, 32, abdicate)
+			require.ErrorIs(t, err, ErrNoItems, "Enqueue(%v): %v, want ErrNoItems", items, err)
 		}
 	}
 	wantStats(t, r, Stats{})
 	wantState(t, r, State{})
-	if s.calls != 0 {
-		t.Fatalf("drain called %d times", s.calls)
-	}
+	require.Zero(t, s.calls, "drain called %d times", s.calls)
 }
 
 func TestBudgetZero(t *testing.T) {
@@ -69,28 +66,24 @@ func TestBudgetZero(t *testing.T) {
 	mustEnqueue(t, r, []int{1, 2, 3}, 0, false)
 	wantGot(t, s, 1, 2, 3)
 	wantStats(t, r, Stats{Enqueues: 3, Starts: 1})
-	if want := []uint16{0, 1, 2}; len(s.published) != 3 || s.published[1] != want[1] || s.published[2] != want[2] {
-		t.Fatalf("published cidx seen %v, want %v", s.published, want)
-	}
+	want := []uint16{0, 1, 2}
+	require.False(t, len(s.published) != 3 || s.published[1] != want[1] || s.published[2] != want[2], "published cidx seen %v, want %v", s.published, want)
 	// A negative budget behaves like 0, as total >= budget does in C.
 	s.published = s.published[:0]
 	mustEnqueue(t, r, []int{4, 5}, -7, false)
-	if want := []uint16{3, 4}; s.published[0] != want[0] || s.published[1] != want[1] {
-		t.Fatalf("published cidx seen %v, want %v", s.published, want)
-	}
+	want = []uint16{3, 4}
+	require.False(t, s.published[0] != want[0] || s.published[1] != want[1], "published cidx seen %v, want %v", s.published, want)
 }
 
 func TestCapacityIsSizeMinusTwo(t *testing.T) {
 	for _, size := range []int{MinSize, 8, MaxSize} {
 		s := &scripted{rest: 0}
 		r := newScripted(t, size, s)
-		if err := r.Enqueue(make([]int, size-1), 32, true); !errors.Is(err, ErrFull) {
-			t.Fatalf("size %d: %d items: %v, want ErrFull", size, size-1, err)
-		}
+		err := r.Enqueue(make([]int, size-1), 32, true)
+		require.ErrorIs(t, err, ErrFull, "size %d: %d items: %v, want ErrFull", size, size-1, err)
 		mustEnqueue(t, r, make([]int, size-2), 32, true)
-		if err := r.EnqueueOne(0, 32, true); !errors.Is(err, ErrFull) {
-			t.Fatalf("size %d: one more: %v, want ErrFull", size, err)
-		}
+		err = r.EnqueueOne(0, 32, true)
+		require.ErrorIs(t, err, ErrFull, "size %d: one more: %v, want ErrFull", size, err)
 		wantStats(t, r, Stats{Enqueues: uint64(size - 2), Drops: uint64(size)})
 	}
 }
@@ -100,9 +93,7 @@ func TestDrainReturnOutOfRange(t *testing.T) {
 	calls := 0
 	r, err := New(8, func(*Ring[int], int, int) int { calls++; return ret },
 		func(*Ring[int]) bool { return true })
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// More than offered counts as everything offered.
 	ret = 1000
 	mustEnqueue(t, r, []int{1, 2, 3}, 32, false)
@@ -115,24 +106,16 @@ func TestDrainReturnOutOfRange(t *testing.T) {
 	ret = 1
 	r.CheckDrainage(32)
 	wantState(t, r, State{4, 4, 4, Idle})
-	if calls != 3 {
-		t.Fatalf("calls %d, want 3", calls)
-	}
+	require.Equal(t, 3, calls, "calls %d, want 3", calls)
 }
 
 func TestAtAndSlotOutOfRange(t *testing.T) {
 	r, err := New(4, func(*Ring[*int], int, int) int { return 1 }, func(*Ring[*int]) bool { return true })
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, i := range []int{-1, 4, math.MaxInt} {
-		if r.At(i) != nil || r.Slot(i) != nil {
-			t.Errorf("At/Slot(%d) not nil", i)
-		}
+		assert.False(t, r.At(i) != nil || r.Slot(i) != nil, "At/Slot(%d) not nil", i)
 	}
-	if r.Slot(3) == nil {
-		t.Error("Slot(3) is nil")
-	}
+	assert.NotNil(t, r.Slot(3), "Slot(3) is nil")
 }
 
 func TestResetStats(t *testing.T) {
@@ -141,9 +124,7 @@ func TestResetStats(t *testing.T) {
 	mustEnqueue(t, r, []int{1, 2}, 32, false)
 	_ = r.EnqueueOne(3, 32, true)
 	r.CheckDrainage(32)
-	if r.Stats() == (Stats{}) {
-		t.Fatal("no counters to reset")
-	}
+	require.NotEqual(t, Stats{}, r.Stats(), "no counters to reset")
 	r.ResetStats()
 	wantStats(t, r, Stats{})
 }
@@ -151,22 +132,17 @@ func TestResetStats(t *testing.T) {
 func TestEnqueueAllocatesNothing(t *testing.T) {
 	r, err := New(2048, func(r *Ring[*int], cidx, pidx int) int { return min(r.IdxDiff(pidx, cidx), 32) },
 		func(*Ring[*int]) bool { return true })
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	v := new(int)
-	if n := testing.AllocsPerRun(1000, func() { _ = r.EnqueueOne(v, 32, false) }); n != 0 {
-		t.Errorf("EnqueueOne: %v allocs/op", n)
-	}
-	if n := testing.AllocsPerRun(1000, func() { _ = r.Enqueue([]*int{v, v}, 32, false) }); n != 0 {
-		t.Errorf("Enqueue of a stack slice: %v allocs/op", n)
-	}
-	if n := testing.AllocsPerRun(1000, func() {
+	n := testing.AllocsPerRun(1000, func() { _ = r.EnqueueOne(v, 32, false) })
+	assert.False(t, n != 0, "EnqueueOne: %v allocs/op", n)
+	n = testing.AllocsPerRun(1000, func() { _ = r.Enqueue([]*int{v, v}, 32, false) })
+	assert.False(t, n != 0, "Enqueue of a stack slice: %v allocs/op", n)
+	n = testing.AllocsPerRun(1000, func() {
 		_ = r.EnqueueOne(v, 32, true)
 		r.CheckDrainage(32)
-	}); n != 0 {
-		t.Errorf("abdicate + CheckDrainage: %v allocs/op", n)
-	}
+	})
+	assert.False(t, n != 0, "abdicate + CheckDrainage: %v allocs/op", n)
 }
 
 // Issue 20 §2 item 4: IncrementIdx and IdxDiff take any int and answer in

@@ -3,6 +3,8 @@ package mpring
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // newBenchRing is iflib's shape: 2048 slots, a drain taking at most 32
@@ -16,9 +18,7 @@ func newBenchRing(b *testing.B) *Ring[*int] {
 		}
 		return n
 	}, func(*Ring[*int]) bool { return true })
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	return r
 }
 

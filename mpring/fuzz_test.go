@@ -1,8 +1,9 @@
 package mpring
 
 import (
-	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzSequence drives one goroutine through Enqueue, EnqueueOne and
@@ -31,16 +32,13 @@ func FuzzSequence(f *testing.F) {
 				n = min(n, appetite)
 			}
 			for i, k := cidx, 0; k < n; i, k = r.IncrementIdx(i, 1), k+1 {
-				if v := r.At(i); v != delivered+1 {
-					t.Fatalf("consumed %d, want %d", v, delivered+1)
-				}
+				v := r.At(i)
+				require.Equal(t, delivered+1, v, "consumed %d, want %d", v, delivered+1)
 				delivered++
 			}
 			return n
 		}, func(*Ring[int]) bool { return can })
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		enqueue := func(n int, budget int, abdicate, one bool) {
 			full := n >= size-1-(accepted-delivered)
 			if one {
@@ -54,18 +52,12 @@ func FuzzSequence(f *testing.F) {
 			}
 			switch {
 			case n == 0:
-				if !errors.Is(err, ErrNoItems) {
-					t.Fatalf("empty enqueue: %v", err)
-				}
+				require.ErrorIs(t, err, ErrNoItems, "empty enqueue: %v", err)
 			case full:
-				if !errors.Is(err, ErrFull) {
-					t.Fatalf("enqueue %d with %d used of size %d: %v, want ErrFull", n, accepted-delivered, size, err)
-				}
+				require.ErrorIs(t, err, ErrFull, "enqueue %d with %d used of size %d: %v, want ErrFull", n, accepted-delivered, size, err)
 				refused += n
 			default:
-				if err != nil {
-					t.Fatalf("enqueue %d with %d used of size %d: %v", n, accepted-delivered, size, err)
-				}
+				require.NoError(t, err, "enqueue %d with %d used of size %d", n, accepted-delivered, size)
 				accepted += n
 				next += n
 				if !abdicate {
@@ -76,21 +68,17 @@ func FuzzSequence(f *testing.F) {
 		check := func() {
 			s := r.State()
 			used := accepted - delivered
-			switch {
-			case s.PidxHead != s.PidxTail:
-				t.Fatalf("mid-reservation with no producer: %v", s)
-			case s.Flags == Busy:
-				t.Fatalf("left BUSY: %v", s)
-			case r.IdxDiff(int(s.PidxTail), int(s.Cidx)) != used:
-				t.Fatalf("%v holds %d, want %d", s, r.IdxDiff(int(s.PidxTail), int(s.Cidx)), used)
-			case (s.Flags == Idle) != (used == 0) || r.IsIdle() != (used == 0):
-				t.Fatalf("%v with %d used", s, used)
-			}
+			require.Equal(t, s.PidxTail, s.PidxHead, "mid-reservation with no producer: %v", s)
+			require.NotEqual(t, Busy, s.Flags, "left BUSY: %v", s)
+			require.Equal(t, used, r.IdxDiff(int(s.PidxTail), int(s.Cidx)), "%v holds %d, want %d", s, r.IdxDiff(int(s.PidxTail), int(s.Cidx)), used)
+			require.Equal(t, used == 0, s.Flags == Idle, "%v with %d used", s, used)
+			require.Equal(t, used == 0, r.IsIdle(), "%v with %d used", s, used)
 			st := r.Stats()
-			if st.Enqueues != uint64(accepted) || st.Drops != uint64(refused) || st.Abdications != 0 ||
-				st.Restarts > st.Stalls || st.Starts > uint64(inlineEnqueues) {
-				t.Fatalf("%+v: accepted %d refused %d inline %d", st, accepted, refused, inlineEnqueues)
-			}
+			require.Equal(t, uint64(accepted), st.Enqueues, "%+v: accepted %d refused %d inline %d", st, accepted, refused, inlineEnqueues)
+			require.Equal(t, uint64(refused), st.Drops, "%+v: accepted %d refused %d inline %d", st, accepted, refused, inlineEnqueues)
+			require.Zero(t, st.Abdications, "%+v: accepted %d refused %d inline %d", st, accepted, refused, inlineEnqueues)
+			require.LessOrEqual(t, st.Restarts, st.Stalls, "%+v: accepted %d refused %d inline %d", st, accepted, refused, inlineEnqueues)
+			require.LessOrEqual(t, st.Starts, uint64(inlineEnqueues), "%+v: accepted %d refused %d inline %d", st, accepted, refused, inlineEnqueues)
 		}
 		for len(in) >= 2 {
 			op, arg := in[0]%4, int(in[1])
@@ -110,8 +98,6 @@ func FuzzSequence(f *testing.F) {
 		appetite, can = 5, true
 		r.CheckDrainage(size)
 		check()
-		if delivered != accepted {
-			t.Fatalf("delivered %d of %d", delivered, accepted)
-		}
+		require.Equal(t, accepted, delivered, "delivered %d of %d", delivered, accepted)
 	})
 }

@@ -3,6 +3,8 @@ package mpring
 import (
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestTwoProducersOneAbdication holds producer B between its reservation and
@@ -36,9 +38,7 @@ func TestTwoProducersOneAbdication(t *testing.T) {
 				return 1
 			}
 			r, err := New(8, drain, func(*Ring[int]) bool { return true })
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			r.testHookReserved = func() {
 				if r.State().PidxHead == 3 { // B's reservation [2, 3)
 					reserved <- struct{}{}
@@ -51,23 +51,18 @@ func TestTwoProducersOneAbdication(t *testing.T) {
 			// and work left (cidx 1 != pidx_tail 2): ABDICATED.
 			mustEnqueue(t, r, []int{1, 2}, 1, false)
 			seen = append(seen, r.State())
-			if want := (State{3, 2, 1, Abdicated}); seen[0] != want {
-				t.Fatalf("after A: %v, want %v", seen[0], want)
-			}
+			want := (State{3, 2, 1, Abdicated})
+			require.Equal(t, want, seen[0], "after A: %v, want %v", seen[0], want)
 			wantStats(t, r, Stats{Enqueues: 2, Starts: 1, Abdications: 1})
 
 			close(release)
-			if err := <-bDone; err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, <-bDone)
 			if bAbdicates {
 				// B leaves ABDICATED alone and does not drain.
 				wantState(t, r, State{3, 3, 1, Abdicated})
 				r.CheckDrainage(32)
 			}
-			if !slices.Equal(got, []int{1, 2, 3}) {
-				t.Fatalf("consumed %v, want [1 2 3]", got)
-			}
+			require.True(t, slices.Equal(got, []int{1, 2, 3}), "consumed %v, want [1 2 3]", got)
 			wantState(t, r, State{3, 3, 3, Idle})
 			// The take-over after ABDICATED counts no start and no
 			// second abdication.

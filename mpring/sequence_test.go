@@ -1,9 +1,11 @@
 package mpring
 
 import (
-	"errors"
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The expected counters in this file are derived by hand from
@@ -16,16 +18,13 @@ func TestOneAtATimeVersusBatched(t *testing.T) {
 		r := newScripted(t, 16, s)
 		for i := 1; i <= 5; i++ {
 			// Each enqueue finds IDLE: prev == IDLE → starts++.
-			if err := r.EnqueueOne(i, 32, false); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.EnqueueOne(i, 32, false))
 		}
 		wantGot(t, s, 1, 2, 3, 4, 5)
 		wantStats(t, r, Stats{Enqueues: 5, Starts: 5})
 		wantState(t, r, State{5, 5, 5, Idle})
-		if s.calls != 5 || !r.IsIdle() {
-			t.Fatalf("calls %d idle %v, want 5 true", s.calls, r.IsIdle())
-		}
+		require.Equal(t, 5, s.calls, "calls %d idle %v, want 5 true", s.calls, r.IsIdle())
+		require.True(t, r.IsIdle(), "calls %d idle %v, want 5 true", s.calls, r.IsIdle())
 	})
 	t.Run("batched", func(t *testing.T) {
 		s := &scripted{rest: all}
@@ -33,9 +32,7 @@ func TestOneAtATimeVersusBatched(t *testing.T) {
 		mustEnqueue(t, r, []int{1, 2, 3, 4, 5}, 32, false)
 		wantGot(t, s, 1, 2, 3, 4, 5)
 		wantStats(t, r, Stats{Enqueues: 5, Starts: 1})
-		if s.calls != 1 {
-			t.Fatalf("calls %d, want 1", s.calls)
-		}
+		require.Equal(t, 1, s.calls, "calls %d, want 1", s.calls)
 	})
 	t.Run("batched, drain takes two per call", func(t *testing.T) {
 		// Like iflib_txq_drain's MIN(avail, TX_BATCH_SIZE): the loop
@@ -45,11 +42,10 @@ func TestOneAtATimeVersusBatched(t *testing.T) {
 		mustEnqueue(t, r, []int{1, 2, 3, 4, 5}, 32, false)
 		wantGot(t, s, 1, 2, 3, 4, 5)
 		wantStats(t, r, Stats{Enqueues: 5, Starts: 1})
-		if want := [][2]int{{0, 5}, {2, 5}, {4, 5}}; !slices.Equal(s.offers, want) {
-			t.Fatalf("offers %v, want %v", s.offers, want)
-		}
+		want := [][2]int{{0, 5}, {2, 5}, {4, 5}}
+		require.True(t, slices.Equal(s.offers, want), "offers %v, want %v", s.offers, want)
 		if want := []uint16{0, 0, 0}; !slices.Equal(s.published, want) {
-			t.Fatalf("published cidx seen %v, want %v", s.published, want)
+			require.FailNow(t, fmt.Sprintf("published cidx seen %v, want %v", s.published, want))
 		}
 	})
 }
@@ -61,15 +57,13 @@ func TestStallThenRestart(t *testing.T) {
 	// prev IDLE → starts++; drain returns 0 and prev != STALLED → stalls++.
 	wantStats(t, r, Stats{Enqueues: 3, Starts: 1, Stalls: 1})
 	wantState(t, r, State{3, 3, 0, Stalled})
-	if !r.IsStalled() || r.IsIdle() {
-		t.Fatalf("IsStalled %v IsIdle %v, want true false", r.IsStalled(), r.IsIdle())
-	}
+	require.True(t, r.IsStalled(), "IsStalled %v IsIdle %v, want true false", r.IsStalled(), r.IsIdle())
+	require.False(t, r.IsIdle(), "IsStalled %v IsIdle %v, want true false", r.IsStalled(), r.IsIdle())
 
 	// can_drain says no: nothing happens.
 	r.CheckDrainage(32)
-	if s.calls != 1 || s.canCalls != 1 {
-		t.Fatalf("calls %d canCalls %d, want 1 1", s.calls, s.canCalls)
-	}
+	require.Equal(t, 1, s.calls, "calls %d canCalls %d, want 1 1", s.calls, s.canCalls)
+	require.Equal(t, 1, s.canCalls, "calls %d canCalls %d, want 1 1", s.calls, s.canCalls)
 	wantState(t, r, State{3, 3, 0, Stalled})
 
 	// can_drain says yes: drain from STALLED, no start; leaving IDLE after
@@ -82,9 +76,7 @@ func TestStallThenRestart(t *testing.T) {
 
 	// An idle ring is not touched by CheckDrainage.
 	r.CheckDrainage(32)
-	if s.calls != 2 {
-		t.Fatalf("calls %d, want 2", s.calls)
-	}
+	require.Equal(t, 2, s.calls, "calls %d, want 2", s.calls)
 }
 
 func TestEnqueueRestartsStalledRing(t *testing.T) {
@@ -98,9 +90,7 @@ func TestEnqueueRestartsStalledRing(t *testing.T) {
 	mustEnqueue(t, r, []int{2}, 32, false)
 	wantGot(t, s, 1, 2)
 	wantStats(t, r, Stats{Enqueues: 2, Starts: 1, Stalls: 1, Restarts: 1})
-	if s.canCalls != 0 {
-		t.Fatalf("canCalls %d, want 0", s.canCalls)
-	}
+	require.Zero(t, s.canCalls, "canCalls %d, want 0", s.canCalls)
 }
 
 func TestDrainStallsTwice(t *testing.T) {
@@ -126,9 +116,7 @@ func TestDrainStallsTwice(t *testing.T) {
 	wantStats(t, r, Stats{Enqueues: 4, Starts: 1, Stalls: 2, Restarts: 2})
 	wantState(t, r, State{4, 4, 4, Idle})
 	wantGot(t, s, 1, 2, 3, 4)
-	if s.calls != 7 {
-		t.Fatalf("calls %d, want 7", s.calls)
-	}
+	require.Equal(t, 7, s.calls, "calls %d, want 7", s.calls)
 }
 
 func TestFullRingDrops(t *testing.T) {
@@ -136,29 +124,22 @@ func TestFullRingDrops(t *testing.T) {
 	// slots in use, and enqueue needs n < space).
 	s := &scripted{rest: 0}
 	r := newScripted(t, 4, s)
-	if err := r.EnqueueOne(1, 32, false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.EnqueueOne(1, 32, false))
 	wantStats(t, r, Stats{Enqueues: 1, Starts: 1, Stalls: 1})
-	if err := r.EnqueueOne(2, 32, false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.EnqueueOne(2, 32, false))
 	// Second producer drained from STALLED and stalled again at once.
 	wantStats(t, r, Stats{Enqueues: 2, Starts: 1, Stalls: 1})
 	wantState(t, r, State{2, 2, 0, Stalled})
 
 	// Full: drops += n, and a STALLED ring gets check_drainage(0), which
 	// asks can_drain (no).
-	if err := r.EnqueueOne(3, 32, false); !errors.Is(err, ErrFull) {
-		t.Fatalf("EnqueueOne into full ring: %v, want ErrFull", err)
-	}
-	if err := r.Enqueue([]int{4, 5}, 32, true); !errors.Is(err, ErrFull) {
-		t.Fatalf("Enqueue into full ring: %v, want ErrFull", err)
-	}
+	err := r.EnqueueOne(3, 32, false)
+	require.ErrorIs(t, err, ErrFull, "EnqueueOne into full ring: %v, want ErrFull", err)
+	err = r.Enqueue([]int{4, 5}, 32, true)
+	require.ErrorIs(t, err, ErrFull, "Enqueue into full ring: %v, want ErrFull", err)
 	wantStats(t, r, Stats{Enqueues: 2, Drops: 3, Starts: 1, Stalls: 1})
-	if s.canCalls != 2 || s.calls != 2 {
-		t.Fatalf("canCalls %d calls %d, want 2 2", s.canCalls, s.calls)
-	}
+	require.Equal(t, 2, s.canCalls, "canCalls %d calls %d, want 2 2", s.canCalls, s.calls)
+	require.Equal(t, 2, s.calls, "canCalls %d calls %d, want 2 2", s.canCalls, s.calls)
 
 	// Resources come back. The failing enqueue's check_drainage(0) drains
 	// with budget 0: cidx is published after every call (so the second
@@ -166,19 +147,15 @@ func TestFullRingDrops(t *testing.T) {
 	// mid-reservation, and leaving IDLE after STALLED → restarts++. The
 	// item itself is still dropped.
 	s.can, s.rest = true, 1
-	if err := r.EnqueueOne(6, 32, false); !errors.Is(err, ErrFull) {
-		t.Fatalf("EnqueueOne: %v, want ErrFull", err)
-	}
+	err = r.EnqueueOne(6, 32, false)
+	require.ErrorIs(t, err, ErrFull, "EnqueueOne: %v, want ErrFull", err)
 	wantGot(t, s, 1, 2)
-	if want := []uint16{0, 0, 0, 1}; !slices.Equal(s.published, want) {
-		t.Fatalf("published cidx seen %v, want %v", s.published, want)
-	}
+	want := []uint16{0, 0, 0, 1}
+	require.True(t, slices.Equal(s.published, want), "published cidx seen %v, want %v", s.published, want)
 	wantStats(t, r, Stats{Enqueues: 2, Drops: 4, Starts: 1, Stalls: 1, Restarts: 1})
 	wantState(t, r, State{2, 2, 2, Idle})
 
-	if err := r.EnqueueOne(7, 32, false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.EnqueueOne(7, 32, false))
 	wantStats(t, r, Stats{Enqueues: 3, Drops: 4, Starts: 2, Stalls: 1, Restarts: 1})
 }
 
@@ -189,13 +166,11 @@ func TestAbdicateThenCheckDrainage(t *testing.T) {
 	// IDLE → ABDICATED, and the producer never drains.
 	wantStats(t, r, Stats{Enqueues: 3})
 	wantState(t, r, State{3, 3, 0, Abdicated})
-	if s.calls != 0 || r.IsIdle() || r.IsStalled() {
-		t.Fatalf("calls %d idle %v stalled %v", s.calls, r.IsIdle(), r.IsStalled())
-	}
+	require.Zero(t, s.calls, "calls %d idle %v stalled %v", s.calls, r.IsIdle(), r.IsStalled())
+	require.False(t, r.IsIdle(), "calls %d idle %v stalled %v", s.calls, r.IsIdle(), r.IsStalled())
+	require.False(t, r.IsStalled(), "calls %d idle %v stalled %v", s.calls, r.IsIdle(), r.IsStalled())
 	// ABDICATED stays ABDICATED under another abdicating producer.
-	if err := r.EnqueueOne(4, 32, true); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.EnqueueOne(4, 32, true))
 	wantState(t, r, State{4, 4, 0, Abdicated})
 
 	// check_drainage picks it up without asking can_drain; draining
@@ -205,18 +180,13 @@ func TestAbdicateThenCheckDrainage(t *testing.T) {
 	wantGot(t, s, 1, 2, 3, 4)
 	wantStats(t, r, Stats{Enqueues: 4})
 	wantState(t, r, State{4, 4, 4, Idle})
-	if s.canCalls != 0 || s.calls != 1 {
-		t.Fatalf("canCalls %d calls %d, want 0 1", s.canCalls, s.calls)
-	}
+	require.Zero(t, s.canCalls, "canCalls %d calls %d, want 0 1", s.canCalls, s.calls)
+	require.Equal(t, 1, s.calls, "canCalls %d calls %d, want 0 1", s.canCalls, s.calls)
 
 	// A producer without abdicate takes over an ABDICATED ring inline,
 	// again without a start.
-	if err := r.EnqueueOne(5, 32, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.EnqueueOne(6, 32, false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.EnqueueOne(5, 32, true))
+	require.NoError(t, r.EnqueueOne(6, 32, false))
 	wantGot(t, s, 1, 2, 3, 4, 5, 6)
 	wantStats(t, r, Stats{Enqueues: 6})
 }
@@ -225,9 +195,7 @@ func TestAbdicatingProducerLeavesStalledRing(t *testing.T) {
 	s := &scripted{steps: []int{0}, rest: all, can: true}
 	r := newScripted(t, 8, s)
 	mustEnqueue(t, r, []int{1}, 32, false)
-	if err := r.EnqueueOne(2, 32, true); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.EnqueueOne(2, 32, true))
 	wantState(t, r, State{2, 2, 0, Stalled})
 	r.CheckDrainage(32)
 	wantGot(t, s, 1, 2)
@@ -244,9 +212,7 @@ func TestBudgetOnlyMattersMidReservation(t *testing.T) {
 	wantStats(t, r, Stats{Enqueues: 10, Starts: 1})
 	// Nothing published before total reaches the budget (after call 2).
 	want := []uint16{0, 0, 2, 3, 4, 5, 6, 7, 8, 9}
-	if !slices.Equal(s.published, want) {
-		t.Fatalf("published cidx seen %v, want %v", s.published, want)
-	}
+	require.True(t, slices.Equal(s.published, want), "published cidx seen %v, want %v", s.published, want)
 }
 
 func TestPublishEvery64(t *testing.T) {
@@ -254,13 +220,10 @@ func TestPublishEvery64(t *testing.T) {
 	r := newScripted(t, 256, s)
 	items := make([]int, 200)
 	mustEnqueue(t, r, items, 1000, false)
-	if s.calls != 200 {
-		t.Fatalf("calls %d, want 200", s.calls)
-	}
+	require.Equal(t, 200, s.calls, "calls %d, want 200", s.calls)
 	for k, c := range s.published {
-		if want := uint16(k / publishBatch * publishBatch); c != want {
-			t.Fatalf("call %d saw published cidx %d, want %d", k, c, want)
-		}
+		want := uint16(k / publishBatch * publishBatch)
+		require.Equal(t, want, c, "call %d saw published cidx %d, want %d", k, c, want)
 	}
 	wantState(t, r, State{200, 200, 200, Idle})
 }
@@ -283,30 +246,21 @@ func TestWrapAroundOddSize(t *testing.T) {
 			batch[i] = next
 		}
 		if err := r.Enqueue(batch, 32, round%4 == 0); err != nil {
-			if !errors.Is(err, ErrFull) {
-				t.Fatal(err)
-			}
+			require.ErrorIs(t, err, ErrFull, err)
 			next -= n
 		}
 		r.CheckDrainage(32)
 		for _, v := range s.got {
-			if v != want {
-				t.Fatalf("round %d: got %d, want %d", round, v, want)
-			}
+			require.Equal(t, want, v, "round %d: got %d, want %d", round, v, want)
 			want++
 		}
 		s.got = s.got[:0]
 	}
-	if !r.IsIdle() {
-		t.Fatalf("ring not idle at end: %v", r.State())
-	}
+	require.True(t, r.IsIdle(), "ring not idle at end: %v", r.State())
 	for i := range r.Size() {
-		if r.At(i) != 0 {
-			t.Fatalf("slot %d not zeroed: %d", i, r.At(i))
-		}
+		require.Zero(t, r.At(i), "slot %d not zeroed: %d", i, r.At(i))
 	}
 	st := r.Stats()
-	if st.Enqueues != uint64(next) || st.Restarts > st.Stalls {
-		t.Fatalf("stats %+v with %d enqueued", st, next)
-	}
+	require.Equal(t, uint64(next), st.Enqueues, "stats %+v with %d enqueued", st, next)
+	require.LessOrEqual(t, st.Restarts, st.Stalls, "stats %+v with %d enqueued", st, next)
 }

@@ -1,21 +1,24 @@
 package mpring
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 func TestWordFieldsAreIndependent(t *testing.T) {
 	var w word
 	w = w.withPidxHead(0xffff).withPidxTail(0x1234).withCidx(0xfffe).withFlags(Abdicated)
-	if w.pidxHead() != 0xffff || w.pidxTail() != 0x1234 || w.cidx() != 0xfffe || w.flags() != Abdicated {
-		t.Fatalf("decoded %v", w.decode())
-	}
+	require.Equal(t, 0xffff, w.pidxHead(), "decoded %v", w.decode())
+	require.Equal(t, 0x1234, w.pidxTail(), "decoded %v", w.decode())
+	require.Equal(t, 0xfffe, w.cidx(), "decoded %v", w.decode())
+	require.Equal(t, Abdicated, w.flags(), "decoded %v", w.decode())
 	// Little-endian union layout: pidx_head in the low 16 bits.
-	if want := word(0x0003_fffe_1234_ffff); w != want {
-		t.Fatalf("word %#x, want %#x", uint64(w), uint64(want))
-	}
+	want := word(0x0003_fffe_1234_ffff)
+	require.Equal(t, want, w, "word %#x, want %#x", uint64(w), uint64(want))
 	w = w.withPidxTail(0).withPidxHead(1)
-	if w.decode() != (State{1, 0, 0xfffe, Abdicated}) {
-		t.Fatalf("decoded %v", w.decode())
-	}
+	require.Equal(t, State{1, 0, 0xfffe, Abdicated}, w.decode(), "decoded %v", w.decode())
 }
 
 func TestIncrementIdx(t *testing.T) {
@@ -23,9 +26,8 @@ func TestIncrementIdx(t *testing.T) {
 		{5, 0, 1, 1}, {5, 3, 1, 4}, {5, 4, 1, 0}, {5, 3, 2, 0}, {5, 3, 4, 2}, {5, 3, 5, 3},
 		{MaxSize, MaxSize - 1, 1, 0}, {MaxSize, 10, MaxSize, 10}, {2, 1, 1, 0},
 	} {
-		if got := incrementIdx(c.size, c.idx, c.n); got != c.want {
-			t.Errorf("increment_idx(size %d, %d, %d) = %d, want %d", c.size, c.idx, c.n, got, c.want)
-		}
+		got := incrementIdx(c.size, c.idx, c.n)
+		assert.Equal(t, c.want, got, "increment_idx(size %d, %d, %d) = %d, want %d", c.size, c.idx, c.n, got, c.want)
 	}
 }
 
@@ -35,9 +37,8 @@ func TestSpaceAvailable(t *testing.T) {
 		{MaxSize, 0, MaxSize - 2, 1}, {MaxSize, 0, MaxSize - 1, 0},
 	} {
 		s := word(0).withCidx(c.cidx).withPidxHead(c.head)
-		if got := spaceAvailable(c.size, s); got != c.want {
-			t.Errorf("space_available(size %d, cidx %d, head %d) = %d, want %d", c.size, c.cidx, c.head, got, c.want)
-		}
+		got := spaceAvailable(c.size, s)
+		assert.Equal(t, c.want, got, "space_available(size %d, cidx %d, head %d) = %d, want %d", c.size, c.cidx, c.head, got, c.want)
 	}
 }
 
@@ -54,23 +55,19 @@ func TestStateToFlags(t *testing.T) {
 		{mk(4, 3, 1), false, Busy},
 		{mk(3, 3, 1), true, Busy}, // nobody mid-reservation: keep draining
 	} {
-		if got := stateToFlags(c.s, c.abdicate); got != c.want {
-			t.Errorf("state_to_flags(%v, %v) = %v, want %v", c.s.decode(), c.abdicate, got, c.want)
-		}
+		got := stateToFlags(c.s, c.abdicate)
+		assert.Equal(t, c.want, got, "state_to_flags(%v, %v) = %v, want %v", c.s.decode(), c.abdicate, got, c.want)
 	}
 }
 
 func TestStrings(t *testing.T) {
 	for f, want := range map[Flags]string{Idle: "IDLE", Busy: "BUSY", Stalled: "STALLED", Abdicated: "ABDICATED", 7: "Flags(7)"} {
-		if got := f.String(); got != want {
-			t.Errorf("Flags(%d).String() = %q, want %q", uint16(f), got, want)
-		}
+		got := f.String()
+		assert.Equal(t, want, got, "Flags(%d).String() = %q, want %q", uint16(f), got, want)
 	}
 	s := State{PidxHead: 12, PidxTail: 12, Cidx: 7, Flags: Stalled}
-	if got, want := s.String(), "pidx_head: 0012 pidx_tail: 0012 cidx: 0007 state: STALLED"; got != want {
-		t.Errorf("String() = %q, want %q", got, want)
-	}
-	if got, want := (&ConfigError{Param: "drain"}).Error(), "mpring: drain callback is nil (EINVAL)"; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
-	}
+	got, want := s.String(), "pidx_head: 0012 pidx_tail: 0012 cidx: 0007 state: STALLED"
+	assert.Equal(t, want, got, "String() = %q, want %q", got, want)
+	got, want = (&ConfigError{Param: "drain"}).Error(), "mpring: drain callback is nil (EINVAL)"
+	assert.Equal(t, want, got, "Error() = %q, want %q", got, want)
 }

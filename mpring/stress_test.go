@@ -2,11 +2,15 @@ package mpring
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/internal/race"
 )
@@ -28,9 +32,7 @@ type checker struct {
 }
 
 func (c *checker) drain(r *Ring[uint64], cidx, pidx int) int {
-	if !c.busy.CompareAndSwap(false, true) {
-		c.t.Error("two goroutines in the drain callback")
-	}
+	assert.True(c.t, c.busy.CompareAndSwap(false, true), "two goroutines in the drain callback")
 	defer c.busy.Store(false)
 	c.calls++
 	if c.stallEvery > 0 && c.calls%c.stallEvery == 0 {
@@ -40,9 +42,7 @@ func (c *checker) drain(r *Ring[uint64], cidx, pidx int) int {
 	for i, k := cidx, 0; k < n; i, k = r.IncrementIdx(i, 1), k+1 {
 		v := *r.Slot(i)
 		p, seq := int(v>>32), int(uint32(v))
-		if seq != c.next[p] {
-			c.t.Errorf("producer %d: got seq %d, want %d", p, seq, c.next[p])
-		}
+		assert.Equal(c.t, c.next[p], seq, "producer %d: got seq %d, want %d", p, seq, c.next[p])
 		c.next[p] = seq + 1
 	}
 	c.delivered.Add(int64(n))
@@ -79,7 +79,7 @@ func produce(t *testing.T, r *Ring[uint64], producers, perProducer int, abdicate
 					r.CheckDrainage(32)
 					runtime.Gosched()
 				default:
-					t.Error(err)
+					assert.Fail(t, fmt.Sprint(err))
 					return
 				}
 			}
@@ -109,9 +109,7 @@ func TestStressStallingConsumer(t *testing.T) {
 		// "cheap, may be unreliable": say no every third time.
 		return canDrainCalls.Add(1)%3 != 0
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 
 	// The TX task: CheckDrainage from a timer goroutine.
 	stop := make(chan struct{})
@@ -135,21 +133,14 @@ func TestStressStallingConsumer(t *testing.T) {
 	finish(r)
 
 	total := producers * perProducer
-	if got := c.delivered.Load(); got != int64(total) {
-		t.Fatalf("delivered %d, want %d", got, total)
-	}
+	got := c.delivered.Load()
+	require.Equal(t, int64(total), got, "delivered %d, want %d", got, total)
 	for p, n := range c.next {
-		if n != perProducer {
-			t.Errorf("producer %d: delivered up to %d, want %d", p, n, perProducer)
-		}
+		assert.Equal(t, perProducer, n, "producer %d: delivered up to %d, want %d", p, n, perProducer)
 	}
 	st := r.Stats()
-	if st.Enqueues != uint64(total) || st.Drops != refused {
-		t.Errorf("Enqueues %d Drops %d, want %d %d", st.Enqueues, st.Drops, total, refused)
-	}
-	if st.Restarts > st.Stalls || st.Restarts == 0 {
-		t.Errorf("Stalls %d Restarts %d: want 0 < restarts ≤ stalls", st.Stalls, st.Restarts)
-	}
+	assert.False(t, st.Enqueues != uint64(total) || st.Drops != refused, "Enqueues %d Drops %d, want %d %d", st.Enqueues, st.Drops, total, refused)
+	assert.False(t, st.Restarts > st.Stalls || st.Restarts == 0, "Stalls %d Restarts %d: want 0 < restarts ≤ stalls", st.Stalls, st.Restarts)
 	t.Logf("%+v", st)
 }
 
@@ -166,9 +157,7 @@ func TestPreemptionGOMAXPROCS1(t *testing.T) {
 	}
 	c := &checker{t: t, next: make([]int, producers), maxBatch: 32}
 	r, err := New(128, c.drain, func(*Ring[uint64]) bool { return true })
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var reservations atomic.Uint64
 	r.testHookReserved = func() {
 		if reservations.Add(1)%3 == 0 {
@@ -178,12 +167,10 @@ func TestPreemptionGOMAXPROCS1(t *testing.T) {
 	refused := produce(t, r, producers, perProducer, func(p, seq int) bool { return (p+seq)%5 == 0 })
 	finish(r)
 	total := producers * perProducer
-	if got := c.delivered.Load(); got != int64(total) {
-		t.Fatalf("delivered %d, want %d", got, total)
-	}
+	got := c.delivered.Load()
+	require.Equal(t, int64(total), got, "delivered %d, want %d", got, total)
 	st := r.Stats()
-	if st.Enqueues != uint64(total) || st.Drops != refused {
-		t.Fatalf("stats %+v, want %d enqueues and %d drops", st, total, refused)
-	}
+	require.Equal(t, uint64(total), st.Enqueues, "stats %+v, want %d enqueues and %d drops", st, total, refused)
+	require.Equal(t, refused, st.Drops, "stats %+v, want %d enqueues and %d drops", st, total, refused)
 	t.Logf("%+v after %d reservations", st, reservations.Load())
 }
