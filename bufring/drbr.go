@@ -3,10 +3,10 @@ package bufring
 import (
 	"errors"
 	"runtime"
-	"sync/atomic"
 
 	"golang.org/x/sys/cpu"
 
+	"github.com/goiflib/goiflib/internal/shm"
 	"github.com/goiflib/goiflib/internal/wait"
 )
 
@@ -189,7 +189,7 @@ type DRBR[T any] struct {
 
 	// state is the lock word (stLocked …). Changed only by
 	// CompareAndSwap and Or.
-	state atomic.Uint64
+	state shm.Uint64
 
 	_ cpu.CacheLinePad // the deferring senders' count is written only by them
 
@@ -197,7 +197,7 @@ type DRBR[T any] struct {
 	// simple_max_producers bounds it): Add by deferring senders only, on
 	// a line of its own so that the holder's CASes on state and the
 	// senders' counting do not share a cache line.
-	producers atomic.Int64
+	producers shm.Int64
 
 	_ cpu.CacheLinePad // holder-owned fields below; written only with stLocked held
 
@@ -210,19 +210,19 @@ type DRBR[T any] struct {
 
 	_ cpu.CacheLinePad // published counters below
 
-	stashed   atomic.Bool // mirror of hasStash for Pending
-	direct    atomic.Uint64
-	drained   atomic.Uint64
-	refused   atomic.Uint64
-	stalls    atomic.Uint64
-	doorbells atomic.Uint64
-	stashes   atomic.Uint64
-	lockWaits atomic.Uint64
-	fullWaits atomic.Uint64
-	returned  atomic.Uint64
-	flushed   atomic.Uint64
-	cause     atomic.Pointer[error] // what a closed DRBR returns; set before stClosed
-	wantStats atomic.Bool           // Stats could not take the lock: the next release publishes
+	stashed   shm.Bool // mirror of hasStash for Pending
+	direct    shm.Uint64
+	drained   shm.Uint64
+	refused   shm.Uint64
+	stalls    shm.Uint64
+	doorbells shm.Uint64
+	stashes   shm.Uint64
+	lockWaits shm.Uint64
+	fullWaits shm.Uint64
+	returned  shm.Uint64
+	flushed   shm.Uint64
+	cause     shm.Pointer[error] // what a closed DRBR returns; set before stClosed
+	wantStats shm.Bool           // Stats could not take the lock: the next release publishes
 
 	_ cpu.CacheLinePad
 

@@ -2,11 +2,11 @@ package bufring
 
 import (
 	"runtime"
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
+	"github.com/goiflib/goiflib/internal/shm"
 	"github.com/goiflib/goiflib/internal/wait"
 )
 
@@ -92,7 +92,7 @@ const closedBit = 1 << 63
 type MPSC[T any] struct {
 	// Read-only after NewMPSC.
 	vals  []T
-	seqs  []atomic.Uint64 // seqs[p&mask]: p+n once the reservation [p, p+n) is published
+	seqs  []shm.Uint64 // seqs[p&mask]: p+n once the reservation [p, p+n) is published
 	mask  uint64
 	batch uint64        // the consumer publishes head at least every batch items
 	wake  chan struct{} // capacity 1: the token that unparks the consumer (mpsc_wait.go)
@@ -102,7 +102,7 @@ type MPSC[T any] struct {
 	// tail is the next position to reserve (br_prod_head), plus closedBit.
 	// Producers CompareAndSwap it (atomic_cmpset_32 in buf_ring_enqueue);
 	// Close sets closedBit with Or.
-	tail atomic.Uint64
+	tail shm.Uint64
 
 	_ cpu.CacheLinePad // prevents false sharing between producers and the consumer's release index
 
@@ -110,7 +110,7 @@ type MPSC[T any] struct {
 	// The consumer Stores it (atomic_store_rel_32: the slots' zeroing
 	// happens before a producer reuses them); producers Load it
 	// (atomic_load_acq_32) when checking for space.
-	head atomic.Uint64
+	head shm.Uint64
 
 	_ cpu.CacheLinePad // keeps the consumer's private fields off head's line
 
@@ -128,9 +128,9 @@ type MPSC[T any] struct {
 
 	// sleeping is 1 while the consumer is parked or about to park: the
 	// flag producers load after each publication (mpsc_wait.go).
-	sleeping atomic.Uint32
+	sleeping shm.Uint32
 	// parks counts the consumer's parks (Parks).
-	parks atomic.Uint64
+	parks shm.Uint64
 
 	_ cpu.CacheLinePad // producers' waiters below
 
@@ -148,7 +148,7 @@ func NewMPSC[T any](size int) (*MPSC[T], error) {
 	}
 	return &MPSC[T]{
 		vals:  make([]T, size),
-		seqs:  make([]atomic.Uint64, size),
+		seqs:  make([]shm.Uint64, size),
 		mask:  uint64(size - 1),
 		batch: batchFor(size),
 		wake:  make(chan struct{}, 1),

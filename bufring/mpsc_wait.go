@@ -3,6 +3,8 @@ package bufring
 import (
 	"context"
 	"runtime"
+
+	"github.com/goiflib/goiflib/internal/shm"
 )
 
 // The consumer's wait. A ring with one consumer does not need a wait
@@ -53,7 +55,7 @@ var (
 
 // yieldOnce lets other goroutines run: the one scheduling point of the
 // consumer's wait.
-func yieldOnce() { runtime.Gosched() }
+func yieldOnce() { shm.Yield() }
 
 // wakeConsumer is the producers' (and Close's) side of the hand-off: if
 // the consumer is parked or about to park, take the flag and leave it a

@@ -1,11 +1,11 @@
 package bufring
 
 import (
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
+	"github.com/goiflib/goiflib/internal/shm"
 	"github.com/goiflib/goiflib/internal/wait"
 )
 
@@ -61,22 +61,22 @@ type Ring[T any] struct {
 	// prodHead is br_prod_head: the next slot to reserve. Written only by
 	// producers, with CompareAndSwap (FreeBSD: relaxed atomic_cmpset_32;
 	// its atomic_load_acq_32 read becomes Load).
-	prodHead atomic.Uint32
+	prodHead shm.Uint32
 	// prodTail is br_prod_tail: items before it are published. Written only
 	// by the producer whose reservation starts at its current value (Store
 	// replaces atomic_store_rel_32); consumers read it with Load
 	// (atomic_load_acq_32), which makes the slot contents visible.
-	prodTail atomic.Uint32
+	prodTail shm.Uint32
 	// prodConsTail is the producers' cached copy of consTail (not in
 	// FreeBSD). Producers trust it while it shows free space and re-read
 	// consTail (a cache-line transfer from the consumers) only when it
 	// shows the ring full. Any producer may Store it; it only ever holds
 	// an older value of consTail, so it can under-report free space but
 	// never over-report it.
-	prodConsTail atomic.Uint32
+	prodConsTail shm.Uint32
 	// drops is br_drops: items refused because the ring was full. Written
 	// by producers with Add (FreeBSD: a plain br_drops++).
-	drops atomic.Uint64
+	drops shm.Uint64
 
 	_ cpu.CacheLinePad // prevents false sharing between producers and consumers
 
@@ -85,17 +85,17 @@ type Ring[T any] struct {
 	// consHead is br_cons_head: the next slot to read. Multi-consumer
 	// dequeues CAS it (atomic_cmpset_32 in FreeBSD); single-consumer
 	// operations Store it (a plain store in buf_ring_dequeue_sc).
-	consHead atomic.Uint32
+	consHead shm.Uint32
 	// consTail is br_cons_tail: slots before it are free for producers.
 	// Written by the consumer whose reservation starts at its value (Store
 	// replaces atomic_store_rel_32); producers Load it (atomic_load_acq_32
 	// in the full check), which orders the slot clearing before reuse.
-	consTail atomic.Uint32
+	consTail shm.Uint32
 	// consProdTail is the multi-consumer operations' cached copy of
 	// prodTail, the mirror of prodConsTail: trusted while it shows items,
 	// refreshed from prodTail only when it shows the ring empty. Any
 	// multi-consumer may Store it.
-	consProdTail atomic.Uint32
+	consProdTail shm.Uint32
 
 	_ cpu.CacheLinePad // keeps the single consumer's private field off the shared consumer line
 
@@ -110,8 +110,8 @@ type Ring[T any] struct {
 
 	_ cpu.CacheLinePad // the waiters below are written only when someone parks
 
-	closed atomic.Bool // set by Close; read by the waiting forms
-	items  wait.Queue  // consumers parked in a Dequeue*Wait, woken after a publication
+	closed shm.Bool   // set by Close; read by the waiting forms
+	items  wait.Queue // consumers parked in a Dequeue*Wait, woken after a publication
 	_      cpu.CacheLinePad
 	space  wait.Queue // producers parked in EnqueueWait, woken after a release
 
