@@ -1,0 +1,228 @@
+//go:build goiflib_vsched
+
+package bufring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/internal/shm"
+	"github.com/goiflib/goiflib/internal/vsched"
+)
+
+// Interleaving exploration of Ring (multi- and single-consumer) and MPSC
+// under the virtual scheduler (internal/vsched), as mpring's
+// explore_vsched_test.go does for mp_ring:
+//
+//	go test -tags goiflib_vsched -run '^TestExplore' -v ./bufring/
+//
+// The producers and consumers use the non-waiting calls (Enqueue, Dequeue*,
+// retrying after a yield): the waiting forms park on channels and
+// internal/wait's queue, which do not go through internal/shm yet, so a
+// parked goroutine would block outside the scheduler. Longer:
+//
+//	VSCHED_PREEMPTIONS=4 VSCHED_SCHEDULES=0 VSCHED_RANDOM=100000 \
+//	    go test -tags goiflib_vsched -run '^TestExplore' -v -timeout 0 ./bufring/
+//
+// A failure prints its schedule; VSCHED_REPLAY=<schedule> with -run naming
+// the case replays it with a trace.
+
+type ringKind int
+
+const (
+	ringMC   ringKind = iota // Ring, DequeueMC from every consumer
+	ringSC                   // Ring, DequeueSC from one consumer
+	mpscRing                 // MPSC, Dequeue
+)
+
+type bufCase struct {
+	name      string
+	kind      ringKind
+	size      int
+	producers int
+	items     int // per producer
+	consumers int
+}
+
+// item encodes producer p's k-th item; 0 is never an item.
+func bufItem(p, k int) int { return (p+1)*1000 + k }
+
+func (c bufCase) setup(s *vsched.Sim) func() error {
+	total := c.producers * c.items
+	var (
+		enq      func(v int) error
+		deq      func() (int, bool)
+		drops    func() uint64
+		settled  func() error // the indices agree once everything is consumed
+		full     int
+		consumed shm.Int64 // shared, so consumers know when to stop
+		seen     = make([][]int, c.consumers)
+	)
+	switch c.kind {
+	case ringMC, ringSC:
+		r, err := New[int](c.size)
+		if err != nil {
+			panic(err)
+		}
+		enq, drops = r.Enqueue, r.Drops
+		deq = r.DequeueMC
+		settled = func() error {
+			ph, pt, ch, ct := r.prodHead.Load(), r.prodTail.Load(), r.consHead.Load(), r.consTail.Load()
+			if ph != pt || pt != ch || ch != ct {
+				return fmt.Errorf("indices after the run: prodHead %d prodTail %d consHead %d consTail %d, want all equal", ph, pt, ch, ct)
+			}
+			return nil
+		}
+		if c.kind == ringSC {
+			deq = r.DequeueSC
+		}
+	case mpscRing:
+		q, err := NewMPSC[int](c.size)
+		if err != nil {
+			panic(err)
+		}
+		enq, deq = q.Enqueue, q.Dequeue
+		settled = func() error {
+			if n := q.Len(); n != 0 {
+				return fmt.Errorf("Len() = %d after every item was consumed", n)
+			}
+			return nil
+		}
+	}
+	for p := range c.producers {
+		s.Go(func() {
+			for k := range c.items {
+				for {
+					err := enq(bufItem(p, k))
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, ErrFull) {
+						panic(err)
+					}
+					full++
+					shm.Yield()
+				}
+			}
+		})
+	}
+	for i := range c.consumers {
+		s.Go(func() {
+			for consumed.Load() < int64(total) {
+				v, ok := deq()
+				if !ok {
+					shm.Yield()
+					continue
+				}
+				seen[i] = append(seen[i], v)
+				consumed.Add(1)
+			}
+		})
+	}
+	return func() error {
+		count := map[int]int{}
+		for i, vs := range seen {
+			last := make([]int, c.producers)
+			for j := range last {
+				last[j] = -1
+			}
+			for _, v := range vs {
+				if v == 0 {
+					return fmt.Errorf("consumer %d got a zero item (a slot read before its publication): %v", i, seen)
+				}
+				p, k := v/1000-1, v%1000
+				if k <= last[p] {
+					return fmt.Errorf("consumer %d got producer %d's item %d after item %d: %v", i, p, k, last[p], seen)
+				}
+				last[p] = k
+				count[v]++
+			}
+		}
+		for p := range c.producers {
+			for k := range c.items {
+				if n := count[bufItem(p, k)]; n != 1 {
+					return fmt.Errorf("producer %d item %d consumed %d times: %v", p, k, n, seen)
+				}
+			}
+		}
+		if len(count) != total {
+			return fmt.Errorf("%d distinct items consumed, %d produced: %v", len(count), total, seen)
+		}
+		if err := settled(); err != nil {
+			return err
+		}
+		if drops != nil && drops() != uint64(full) {
+			return fmt.Errorf("Drops() = %d, producers saw ErrFull %d times", drops(), full)
+		}
+		return nil
+	}
+}
+
+var bufCases = []bufCase{
+	{name: "ring-mc/2p2c/size4", kind: ringMC, size: 4, producers: 2, items: 2, consumers: 2},
+	{name: "ring-mc/3p1c/size2", kind: ringMC, size: 2, producers: 3, items: 1, consumers: 1},
+	{name: "ring-sc/2p/size2", kind: ringSC, size: 2, producers: 2, items: 2, consumers: 1},
+	{name: "mpsc/2p/size2", kind: mpscRing, size: 2, producers: 2, items: 2, consumers: 1},
+	{name: "mpsc/3p/size4", kind: mpscRing, size: 4, producers: 3, items: 1, consumers: 1},
+}
+
+func bufEnvInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, name)
+	return n
+}
+
+// TestExploreExhaustive runs every schedule of each small case with at most
+// VSCHED_PREEMPTIONS (default 2) preemptions, capped at VSCHED_SCHEDULES
+// (default 100000, 0 for no cap).
+func TestExploreExhaustive(t *testing.T) {
+	bound := bufEnvInt(t, "VSCHED_PREEMPTIONS", 2)
+	limit := bufEnvInt(t, "VSCHED_SCHEDULES", 100000)
+	for _, c := range bufCases {
+		t.Run(c.name, func(t *testing.T) {
+			if replay := os.Getenv("VSCHED_REPLAY"); replay != "" {
+				pol, err := vsched.Replay(replay)
+				require.NoError(t, err)
+				_, err = vsched.Run(vsched.Config{MaxSteps: 100000, Trace: os.Stderr}, pol, c.setup)
+				require.NoError(t, err)
+				return
+			}
+			start := time.Now()
+			rep, err := vsched.Exhaustive(vsched.Config{MaxSteps: 100000}, bound, limit, c.setup)
+			require.NoError(t, err)
+			t.Logf("bufring %s: %d schedules (preemptions ≤ %d, complete=%v), %d steps, longest %d, in %v",
+				c.name, rep.Schedules, bound, rep.Complete, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// TestExploreRandom runs VSCHED_RANDOM (default 1000) seeded random
+// schedules of larger cases.
+func TestExploreRandom(t *testing.T) {
+	n := bufEnvInt(t, "VSCHED_RANDOM", 1000)
+	seed := uint64(bufEnvInt(t, "VSCHED_SEED", 1))
+	for _, c := range []bufCase{
+		{name: "ring-mc/4p3c/size8", kind: ringMC, size: 8, producers: 4, items: 12, consumers: 3},
+		{name: "ring-sc/4p/size8", kind: ringSC, size: 8, producers: 4, items: 12, consumers: 1},
+		{name: "mpsc/4p/size8", kind: mpscRing, size: 8, producers: 4, items: 12, consumers: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			rep, err := vsched.RandomSchedules(vsched.Config{MaxSteps: 1000000}, seed, n, 0.2, c.setup)
+			require.NoError(t, err)
+			t.Logf("bufring %s: %d random schedules (seeds %d..%d), %d steps, longest %d, in %v",
+				c.name, rep.Schedules, seed, seed+uint64(n)-1, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
