@@ -78,8 +78,11 @@ func TestMPSCConsumerParksWhenIdle(t *testing.T) {
 	assert.Equal(t, "chan receive", consumerState())
 
 	require.NoError(t, q.Enqueue(7))
-	assert.Equal(t, 7, <-got, "the item wakes it")
+	// Checked before receiving: until the test takes the item from got
+	// (unbuffered), the consumer cannot get back to park and raise its
+	// flag again.
 	assert.Equal(t, uint32(0), q.sleeping.Load(), "the producer took the flag down")
+	assert.Equal(t, 7, <-got, "the item wakes it")
 	eventually(t, func() bool { return q.Parks() == 2 }, "the consumer parked again after the item")
 	q.Close()
 	_, open := <-got
