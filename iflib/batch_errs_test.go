@@ -2,6 +2,7 @@ package iflib_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,7 +87,7 @@ func TestTransmitBatchErrs(t *testing.T) {
 				case ids[i] >= 0 && tc.full && err == iflib.ErrNoBufs:
 					nobufs++
 				case ids[i] >= 0:
-					t.Fatalf("packet %d (good, id %d): %v", i, ids[i], err)
+					require.FailNow(t, fmt.Sprintf("packet %d (good, id %d): %v", i, ids[i], err))
 				default:
 					require.ErrorIs(t, err, want[i], "packet %d", i)
 					refused++

@@ -33,7 +33,7 @@ func TestIdleReclaim(t *testing.T) {
 						return back == z.Size() && backlog == 0
 					}, 10*time.Second, time.Millisecond) {
 						st, _ := f.ctx.TxQueueStats(0)
-						t.Fatalf("%d of %d packets back, backlog %d, stats %+v", back, z.Size(), backlog, st)
+						require.FailNow(t, fmt.Sprintf("%d of %d packets back, backlog %d, stats %+v", back, z.Size(), backlog, st))
 					}
 					st, err := f.ctx.TxQueueStats(0)
 					require.NoError(t, err)
@@ -72,7 +72,7 @@ func idleReclaimSend(t *testing.T, mode iflib.TxMode, zsize, n int, timer time.D
 		p.SetLen(64)
 		if err := f.ctx.Transmit(p); err != nil {
 			st, _ := f.ctx.TxQueueStats(0)
-			t.Fatalf("packet %d: %v; watchdog events %d resets %d stats %+v", i, err, f.ctx.WatchdogEvents(), f.ctx.Resets(), st)
+			require.FailNow(t, fmt.Sprintf("packet %d: %v; watchdog events %d resets %d stats %+v", i, err, f.ctx.WatchdogEvents(), f.ctx.Resets(), st))
 		}
 	}
 	return f, z
