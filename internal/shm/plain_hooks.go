@@ -2,10 +2,22 @@
 
 package shm
 
-import "runtime"
+import (
+	"context"
+	"runtime"
+)
 
 // Yield is runtime.Gosched: let another goroutine run on this processor.
 func Yield() { runtime.Gosched() }
 
 func park(p *Parker)   { <-p.ch }
 func unpark(p *Parker) { p.give() }
+
+func parkContext(p *Parker, ctx context.Context) error {
+	select {
+	case <-p.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

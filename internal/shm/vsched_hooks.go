@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"context"
 	"runtime"
 	"unsafe"
 
@@ -77,4 +78,27 @@ func unpark(p *Parker) {
 	point(opUnpark, unsafe.Pointer(p))
 	p.give()
 	vsched.Wake(uintptr(unsafe.Pointer(p)))
+}
+
+// parkContext is park; inside a simulation only a context that had already
+// ended stops it (the simulation has no timers to end one later).
+func parkContext(p *Parker, ctx context.Context) error {
+	if !vsched.Active() {
+		select {
+		case <-p.ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		select {
+		case <-p.ch:
+			return nil
+		default:
+			return err
+		}
+	}
+	park(p)
+	return nil
 }

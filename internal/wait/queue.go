@@ -3,7 +3,8 @@ package wait
 import (
 	"context"
 	"sync"
-	"sync/atomic"
+
+	"github.com/goiflib/goiflib/internal/shm"
 )
 
 // Queue is a list of parked goroutines, in the role of a sleepqueue
@@ -18,20 +19,22 @@ type Queue struct {
 	// Wake; Load by wakers, without mu). See the package doc for why the
 	// order "register, re-check" against "make true, load n" loses no
 	// wake-up.
-	n atomic.Int32
+	n shm.Int32
 
-	mu   sync.Mutex
+	mu   shm.Mutex
 	list []*waiter // guarded by mu; FIFO
 }
 
-// waiter is one parked goroutine. ch has capacity 1: Wake sends at most one
-// token while it holds mu, and removes the waiter from the list in the same
-// critical section, so the send never blocks.
-type waiter struct{ ch chan struct{} }
+// waiter is one parked goroutine. p holds at most one token: Wake leaves one
+// while it holds mu, and removes the waiter from the list in the same
+// critical section, so a waiter is given at most one. (shm.Parker is a
+// channel of capacity 1; under goiflib_vsched, parking is a scheduling
+// point of the virtual scheduler.)
+type waiter struct{ p *shm.Parker }
 
 // waiters recycles waiter values so that a park allocates nothing in the
 // steady state.
-var waiters = sync.Pool{New: func() any { return &waiter{ch: make(chan struct{}, 1)} }}
+var waiters = sync.Pool{New: func() any { return &waiter{p: shm.NewParker()} }}
 
 // Waiting reports whether any goroutine is registered to park.
 func (q *Queue) Waiting() bool { return q.n.Load() != 0 }
@@ -58,18 +61,15 @@ func (q *Queue) Park(ctx context.Context, ready func() bool) error {
 
 	var err error
 	if !ready() {
-		select {
-		case <-w.ch:
+		if err = w.p.ParkContext(ctx); err == nil {
 			waiters.Put(w)
 			return nil
-		case <-ctx.Done():
-			err = ctx.Err()
 		}
 	}
 	if !q.remove(w) {
 		// Wake already picked w and sent its token: take it, and pass
 		// the wake-up on if we are leaving because of ctx.
-		<-w.ch
+		w.p.Park()
 		if err != nil {
 			q.Wake(1)
 		}
@@ -108,7 +108,7 @@ func (q *Queue) Wake(k int) {
 func (q *Queue) wakeLocked(k int) {
 	k = min(k, len(q.list))
 	for i := 0; i < k; i++ {
-		q.list[i].ch <- struct{}{}
+		q.list[i].p.Unpark()
 	}
 	n := copy(q.list, q.list[k:])
 	clear(q.list[n:])
