@@ -226,3 +226,135 @@ func TestExploreRandom(t *testing.T) {
 		})
 	}
 }
+
+// drbrCase is one small configuration of DRBR: senders calling Transmit,
+// an xmit that may refuse its first item (a stall), and with it an owner
+// thread calling Restart until everything has gone out (iflib's TX task on
+// descriptor completions).
+type drbrCase struct {
+	name         string
+	size         int
+	senders      int
+	items        int
+	maxProducers int
+	refuseFirst  bool
+}
+
+func (c drbrCase) setup(s *vsched.Sim) func() error {
+	total := c.senders * c.items
+	var (
+		inXmit  bool
+		overlap error
+		calls   shm.Uint64 // a scheduling point inside xmit
+		refused bool
+		sent    []int
+		done    shm.Int64
+	)
+	d, err := NewDRBRWith(DRBRConfig[int]{
+		Size:         c.size,
+		MaxProducers: c.maxProducers,
+		Xmit: func(v *int) error {
+			if inXmit {
+				overlap = errors.New("two goroutines in xmit at once")
+			}
+			inXmit = true
+			defer func() { inXmit = false }()
+			calls.Add(1)
+			if c.refuseFirst && !refused {
+				refused = true
+				return ErrRefused
+			}
+			sent = append(sent, *v)
+			return nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for p := range c.senders {
+		s.Go(func() {
+			for k := range c.items {
+				if err := d.Transmit(bufItem(p, k)); err != nil {
+					panic(err)
+				}
+			}
+			done.Add(1)
+		})
+	}
+	if c.refuseFirst {
+		s.Go(func() {
+			for done.Load() != int64(c.senders) || d.Pending() != 0 || d.Stalled() {
+				if _, _, err := d.Restart(); err != nil {
+					panic(err)
+				}
+				shm.Yield()
+			}
+		})
+	}
+	return func() error {
+		if overlap != nil {
+			return overlap
+		}
+		if n := d.Pending(); n != 0 {
+			return fmt.Errorf("stranded: %d items pending after every sender returned (sent %v)", n, sent)
+		}
+		last := make([]int, c.senders)
+		for i := range last {
+			last[i] = -1
+		}
+		count := map[int]int{}
+		for _, v := range sent {
+			p, k := v/1000-1, v%1000
+			if k <= last[p] {
+				return fmt.Errorf("sender %d's item %d sent after item %d: %v", p, k, last[p], sent)
+			}
+			last[p] = k
+			count[v]++
+		}
+		if len(sent) != total || len(count) != total {
+			return fmt.Errorf("sent %d items (%d distinct), want %d: %v", len(sent), len(count), total, sent)
+		}
+		return nil
+	}
+}
+
+// TestExploreDRBR runs every schedule with at most VSCHED_PREEMPTIONS
+// (default 2) preemptions of small DRBR cases, then VSCHED_RANDOM (default
+// 1000) random schedules of a larger one: each item passed to xmit exactly
+// once, each sender's in order, never two goroutines in xmit, nothing
+// pending once every sender (and the owner's Restart) is done.
+func TestExploreDRBR(t *testing.T) {
+	bound := bufEnvInt(t, "VSCHED_PREEMPTIONS", 2)
+	limit := bufEnvInt(t, "VSCHED_SCHEDULES", 100000)
+	for _, c := range []drbrCase{
+		{name: "2x2/size2/mp1", size: 2, senders: 2, items: 2, maxProducers: 1},
+		{name: "3x1/size2/mp1", size: 2, senders: 3, items: 1, maxProducers: 1},
+		{name: "2x2/size4/mp2", size: 4, senders: 2, items: 2, maxProducers: 2},
+		{name: "2x2/size2/refuse", size: 2, senders: 2, items: 2, maxProducers: 1, refuseFirst: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if replay := os.Getenv("VSCHED_REPLAY"); replay != "" {
+				pol, err := vsched.Replay(replay)
+				require.NoError(t, err)
+				_, err = vsched.Run(vsched.Config{MaxSteps: 100000, Trace: os.Stderr}, pol, c.setup)
+				require.NoError(t, err)
+				return
+			}
+			start := time.Now()
+			rep, err := vsched.Exhaustive(vsched.Config{MaxSteps: 100000}, bound, limit, c.setup)
+			require.NoError(t, err)
+			t.Logf("bufring DRBR %s: %d schedules (preemptions ≤ %d, complete=%v), %d steps, longest %d, in %v",
+				c.name, rep.Schedules, bound, rep.Complete, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
+		})
+	}
+	c := drbrCase{name: "4x12/size8/mp1", size: 8, senders: 4, items: 12, maxProducers: 1}
+	t.Run(c.name+"/random", func(t *testing.T) {
+		n := bufEnvInt(t, "VSCHED_RANDOM", 1000)
+		seed := uint64(bufEnvInt(t, "VSCHED_SEED", 1))
+		start := time.Now()
+		rep, err := vsched.RandomSchedules(vsched.Config{MaxSteps: 1000000}, seed, n, 0.2, c.setup)
+		require.NoError(t, err)
+		t.Logf("bufring DRBR %s: %d random schedules (seeds %d..%d), %d steps, longest %d, in %v",
+			c.name, rep.Schedules, seed, seed+uint64(n)-1, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
+	})
+}
