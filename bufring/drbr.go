@@ -3,6 +3,7 @@ package bufring
 import (
 	"errors"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/cpu"
 
@@ -230,19 +231,19 @@ type DRBR[T any] struct {
 }
 
 // NewDRBRWith returns a DRBR configured by cfg, with defaults resolved.
-// A bad field returns an *ArgError matching ErrInvalid that names it.
+// A bad field returns a *ConfigError matching ErrInvalid that names it.
 func NewDRBRWith[T any](cfg DRBRConfig[T]) (*DRBR[T], error) {
 	if cfg.Xmit == nil {
-		return nil, &ArgError{Func: "NewDRBRWith", Arg: "Xmit", Value: 0, Want: "a non-nil func"}
+		return nil, &ConfigError{Pkg: "bufring", Field: "DRBRConfig.Xmit", Reason: "want a non-nil func"}
 	}
 	if cfg.Size == 0 {
 		cfg.Size = DefaultDRBRSize
 	}
 	r, err := NewMPSC[T](cfg.Size)
 	if err != nil {
-		var ae *ArgError
-		_ = errors.As(err, &ae)
-		return nil, &ArgError{Func: "NewDRBRWith", Arg: "Size", Value: cfg.Size, Want: "0 or " + ae.Want}
+		var ce *ConfigError
+		_ = errors.As(err, &ce)
+		return nil, &ConfigError{Pkg: "bufring", Field: "DRBRConfig.Size", Value: cfg.Size, Reason: "want 0 or " + strings.TrimPrefix(ce.Reason, "want ")}
 	}
 	if cfg.MaxProducers == 0 {
 		cfg.MaxProducers = DefaultMaxProducers

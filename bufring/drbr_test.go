@@ -109,10 +109,10 @@ func TestNewDRBRWithConfig(t *testing.T) {
 		{DRBRConfig[uint64]{}, "Xmit"},
 	} {
 		d, err := NewDRBRWith(c.cfg)
-		var ae *ArgError
+		var ae *ConfigError
 		require.ErrorIs(t, err, ErrInvalid, "%+v", c.cfg)
 		require.ErrorAs(t, err, &ae)
-		assert.Equal(t, c.arg, ae.Arg)
+		assert.Equal(t, "DRBRConfig."+c.arg, ae.Field)
 		assert.Nil(t, d)
 	}
 

@@ -3,6 +3,8 @@ package bufring
 import (
 	"errors"
 	"strconv"
+
+	"github.com/goiflib/goiflib/internal/errs"
 )
 
 // Errors returned by this package. Hot paths return these package-level
@@ -16,8 +18,10 @@ var (
 	// buf_ring_putback_sc asserts "Buf-Ring has none in putback").
 	ErrEmpty = errors.New("bufring: ring empty")
 
-	// ErrInvalid is matched (errors.Is) by every *ArgError.
-	ErrInvalid = errors.New("bufring: invalid argument")
+	// ErrInvalid is EINVAL, matched (errors.Is) by every *ConfigError: the
+	// one invalid-argument sentinel of goiflib (iflib.ErrInvalid and the
+	// other packages' are this value).
+	ErrInvalid = errs.ErrInvalid
 
 	// ErrUninitialized is returned by DRBR methods called on a nil or zero
 	// DRBR (one not made by NewDRBRWith).
@@ -49,21 +53,12 @@ func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
 // Unwrap returns the cause given to Close.
 func (e *ClosedError) Unwrap() error { return e.Cause }
 
-// ArgError reports a bad argument to a constructor or to Drain. It matches
-// ErrInvalid with errors.Is and can be extracted with errors.As.
-type ArgError struct {
-	Func  string // the function that refused the argument, e.g. "New"
-	Arg   string // the argument's name, e.g. "size"
-	Value int    // the value passed
-	Want  string // what would have been accepted
-}
-
-func (e *ArgError) Error() string {
-	return "bufring: " + e.Func + ": " + e.Arg + " = " + strconv.Itoa(e.Value) + ", want " + e.Want
-}
-
-// Is reports whether target is ErrInvalid.
-func (e *ArgError) Is(target error) bool { return target == ErrInvalid }
+// ConfigError reports a bad argument to a constructor: Field names it
+// ("New(size)", "DRBRConfig.Xmit"), Value is what was passed and Reason
+// what would have been accepted. It is goiflib's one invalid-argument type
+// (iflib.ConfigError is the same type), matches ErrInvalid with errors.Is
+// and can be extracted with errors.As; Pkg is "bufring".
+type ConfigError = errs.ConfigError
 
 // maxRingBytes bounds the memory of one ring's slots: 1 TiB, beyond any
 // machine and below what the Go runtime can allocate at all (a larger make
@@ -74,11 +69,11 @@ const maxRingBytes = 1 << 40
 // [2, 2^31] whose slots, of slotBytes each, take at most maxRingBytes.
 func checkSize(fn string, size int, slotBytes uintptr) error {
 	if size < 2 || uint64(size) > 1<<31 || size&(size-1) != 0 {
-		return &ArgError{Func: fn, Arg: "size", Value: size, Want: "a power of two in [2, 2^31]"}
+		return &ConfigError{Pkg: "bufring", Field: fn + "(size)", Value: size, Reason: "want a power of two in [2, 2^31]"}
 	}
 	if uint64(slotBytes) > maxRingBytes/uint64(size) {
-		return &ArgError{Func: fn, Arg: "size", Value: size,
-			Want: "a size whose slots (" + strconv.FormatUint(uint64(slotBytes), 10) + " bytes each) take at most 1 TiB"}
+		return &ConfigError{Pkg: "bufring", Field: fn + "(size)", Value: size,
+			Reason: "want a size whose slots (" + strconv.FormatUint(uint64(slotBytes), 10) + " bytes each) take at most 1 TiB"}
 	}
 	return nil
 }

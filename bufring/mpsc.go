@@ -140,7 +140,7 @@ type MPSC[T any] struct {
 }
 
 // NewMPSC returns an empty MPSC of size slots, all usable: size must be a
-// power of two in [2, 2^31]. Other sizes return an *ArgError matching
+// power of two in [2, 2^31]. Other sizes return a *ConfigError matching
 // ErrInvalid.
 func NewMPSC[T any](size int) (*MPSC[T], error) {
 	if err := checkSize("NewMPSC", size, unsafe.Sizeof(*new(T))+8); err != nil {

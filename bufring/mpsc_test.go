@@ -20,10 +20,10 @@ func TestNewMPSCBadSize(t *testing.T) {
 		q, err := NewMPSC[int](size)
 		assert.Nil(t, q)
 		require.ErrorIs(t, err, ErrInvalid, "NewMPSC(%d)", size)
-		var ae *ArgError
+		var ae *ConfigError
 		require.ErrorAs(t, err, &ae)
 		assert.Equal(t, size, ae.Value)
-		assert.Equal(t, "size", ae.Arg)
+		assert.Equal(t, "NewMPSC(size)", ae.Field)
 	}
 	for _, size := range []int{2, 8, 1024} {
 		q, err := NewMPSC[int](size)

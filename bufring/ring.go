@@ -120,7 +120,7 @@ type Ring[T any] struct {
 
 // New returns an empty ring of size slots (buf_ring_alloc): size must be a
 // power of two ≥ 2 and at most 2^31, and the ring holds at most size−1
-// items. Other sizes return an *ArgError matching ErrInvalid.
+// items. Other sizes return a *ConfigError matching ErrInvalid.
 func New[T any](size int) (*Ring[T], error) {
 	if err := checkSize("New", size, unsafe.Sizeof(*new(T))); err != nil {
 		return nil, err

@@ -108,10 +108,10 @@ func TestNewBadSize(t *testing.T) {
 		r, err := New[int](size)
 		assert.Nil(t, r, "New(%d)", size)
 		assert.ErrorIs(t, err, ErrInvalid, "New(%d)", size)
-		var ae *ArgError
+		var ae *ConfigError
 		if assert.ErrorAs(t, err, &ae, "New(%d)", size) {
 			assert.Equal(t, size, ae.Value)
-			assert.Equal(t, "size", ae.Arg)
+			assert.Equal(t, "New(size)", ae.Field)
 		}
 	}
 	for _, size := range []int{2, 4, 1024} {
@@ -226,23 +226,23 @@ func equal(a, b []int) bool {
 
 // Issue 20 §2 item 4 (every field, every package): a size in range whose
 // slots would take more than 1 TiB (size × element size, the product) is an
-// *ArgError, not a panic in make: New, NewMPSC and NewDRBRWith alike. A
+// *ConfigError, not a panic in make: New, NewMPSC and NewDRBRWith alike. A
 // DRBR without Xmit is refused before its ring is allocated.
 func TestSizeTimesElementBounded(t *testing.T) {
 	type big [1 << 10]byte // 2^31 slots of 1 KiB: 2 TiB
 	_, err := New[big](1 << 31)
-	var ae *ArgError
+	var ae *ConfigError
 	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, "size", ae.Arg)
+	assert.Equal(t, "New(size)", ae.Field)
 	assert.Equal(t, 1<<31, ae.Value)
 	_, err = NewMPSC[big](1 << 31)
 	require.ErrorIs(t, err, ErrInvalid)
 	_, err = NewDRBRWith(DRBRConfig[big]{Size: 1 << 31, Xmit: func(*big) error { return nil }})
 	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, "Size", ae.Arg)
+	assert.Equal(t, "DRBRConfig.Size", ae.Field)
 	_, err = NewDRBRWith(DRBRConfig[big]{Size: 1 << 31})
 	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, "Xmit", ae.Arg, "Xmit is checked before the ring is allocated")
+	assert.Equal(t, "DRBRConfig.Xmit", ae.Field, "Xmit is checked before the ring is allocated")
 	// The bound is the product: 2^31 slots of a byte are fine (not
 	// allocated here: 2^20 stands in).
 	r, err := New[byte](1 << 20)

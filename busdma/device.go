@@ -44,7 +44,7 @@ type Device struct {
 // NewDevice attaches a device to an address space.
 func NewDevice(s Space, cfg DeviceConfig) (*Device, error) {
 	if s == nil {
-		return nil, ErrInvalid
+		return nil, badArg("NewDevice(s)", nil, "nil address space")
 	}
 	if cfg.Name == "" {
 		cfg.Name = "dev"

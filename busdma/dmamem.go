@@ -15,7 +15,7 @@ type DMAMem struct {
 // followed by bus_dmamap_load, as iflib_dma_alloc_align does: MaxSize zeroed
 // bytes, aligned to the tag's alignment (at least a page), in one segment
 // that crosses no boundary and lies outside the exclusion window (so it never
-// bounces). ErrNoMem when the space has no such memory left; a *TagError
+// bounces). ErrNoMem when the space has no such memory left; a *ConfigError
 // (ErrInvalid) naming maxsegsz or boundary when the tag cannot hold MaxSize
 // in one segment at all.
 func (t *Tag) AllocMem() (*DMAMem, error) {
@@ -24,11 +24,11 @@ func (t *Tag) AllocMem() (*DMAMem, error) {
 	}
 	switch {
 	case t.maxsize <= 0:
-		return nil, &TagError{Field: "maxsize", Value: uint64(t.maxsize), Msg: "must be positive"}
+		return nil, badArg("TagConfig.MaxSize", t.maxsize, "must be positive")
 	case t.maxsegsz < t.maxsize:
-		return nil, &TagError{Field: "maxsegsz", Value: uint64(t.maxsegsz), Msg: "AllocMem needs maxsize " + itoa(uint64(t.maxsize)) + " in one segment"}
+		return nil, badArg("TagConfig.MaxSegSize", t.maxsegsz, "AllocMem needs maxsize "+itoa(uint64(t.maxsize))+" in one segment")
 	case t.boundary != 0 && t.boundary < uint64(t.maxsize):
-		return nil, &TagError{Field: "boundary", Value: t.boundary, Msg: "AllocMem needs maxsize " + itoa(uint64(t.maxsize)) + " in one segment"}
+		return nil, badArg("TagConfig.Boundary", t.boundary, "AllocMem needs maxsize "+itoa(uint64(t.maxsize))+" in one segment")
 	}
 	mem, tok, err := t.dev.be.allocMem(t)
 	if err != nil {
@@ -62,7 +62,7 @@ func (dm *DMAMem) Sync(op SyncOp) { dm.Map.Sync(op) }
 // ErrInvalid.
 func (dm *DMAMem) Free() error {
 	if dm.freed {
-		return ErrInvalid
+		return errDMAMemFreed
 	}
 	dm.freed = true
 	if dm.Map.Loaded() {

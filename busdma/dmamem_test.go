@@ -56,7 +56,7 @@ func TestAllocMemExhausted(t *testing.T) {
 }
 
 // Issue 20 §2 item 4: a tag that can never hold MaxSize in one segment
-// (maxsegsz or boundary below it) is refused by AllocMem with a *TagError
+// (maxsegsz or boundary below it) is refused by AllocMem with a *ConfigError
 // naming the field, on every space, instead of EFBIG or ENOMEM from the
 // attempt.
 func TestAllocMemImpossibleTag(t *testing.T) {
@@ -64,14 +64,14 @@ func TestAllocMemImpossibleTag(t *testing.T) {
 		cfg   busdma.TagConfig
 		field string
 	}{
-		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 1}, "maxsegsz"},
-		{busdma.TagConfig{MaxSize: 8192, NSegments: 4, MaxSegSize: 4096}, "maxsegsz"},
-		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Boundary: 1}, "maxsegsz"}, // the boundary clamps maxsegsz
-		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Boundary: 2048}, "maxsegsz"},
+		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 1}, "TagConfig.MaxSegSize"},
+		{busdma.TagConfig{MaxSize: 8192, NSegments: 4, MaxSegSize: 4096}, "TagConfig.MaxSegSize"},
+		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Boundary: 1}, "TagConfig.MaxSegSize"}, // the boundary clamps maxsegsz
+		{busdma.TagConfig{MaxSize: 4096, NSegments: 1, MaxSegSize: 4096, Boundary: 2048}, "TagConfig.MaxSegSize"},
 	} {
 		for name, d := range allDevs(t) {
 			_, err := mustTag(t, d.Tag(), c.cfg).AllocMem()
-			var te *busdma.TagError
+			var te *busdma.ConfigError
 			if assert.ErrorAs(t, err, &te, "%s %+v", name, c.cfg) {
 				assert.Equal(t, c.field, te.Field, "%s %+v", name, c.cfg)
 				assert.ErrorIs(t, err, busdma.ErrInvalid)
@@ -82,9 +82,9 @@ func TestAllocMemImpossibleTag(t *testing.T) {
 	for name, d := range allDevs(t) {
 		parent := mustTag(t, d.Tag(), busdma.TagConfig{MaxSize: 1 << 20, NSegments: 256, MaxSegSize: 1 << 20, Boundary: 4096})
 		_, err := mustTag(t, parent, busdma.TagConfig{MaxSize: 8192, NSegments: 1, MaxSegSize: 8192}).AllocMem()
-		var te *busdma.TagError
+		var te *busdma.ConfigError
 		if assert.ErrorAs(t, err, &te, name) {
-			assert.Equal(t, "boundary", te.Field, name)
+			assert.Equal(t, "TagConfig.Boundary", te.Field, name)
 		}
 	}
 }
@@ -131,19 +131,19 @@ func TestTagErrorsAndInheritance(t *testing.T) {
 		field string
 		mod   func(*busdma.TagConfig)
 	}{
-		{"alignment", func(c *busdma.TagConfig) { c.Alignment = 3 }},
-		{"alignment", func(c *busdma.TagConfig) { c.Alignment = -1 }},
-		{"boundary", func(c *busdma.TagConfig) { c.Boundary = 1000 }},
-		{"maxsize", func(c *busdma.TagConfig) { c.MaxSize = 0 }},
-		{"nsegments", func(c *busdma.TagConfig) { c.NSegments = 0 }},
-		{"maxsegsz", func(c *busdma.TagConfig) { c.MaxSegSize = 0 }},
-		{"flags", func(c *busdma.TagConfig) { c.Flags = 1 << 7 }},
+		{"TagConfig.Alignment", func(c *busdma.TagConfig) { c.Alignment = 3 }},
+		{"TagConfig.Alignment", func(c *busdma.TagConfig) { c.Alignment = -1 }},
+		{"TagConfig.Boundary", func(c *busdma.TagConfig) { c.Boundary = 1000 }},
+		{"TagConfig.MaxSize", func(c *busdma.TagConfig) { c.MaxSize = 0 }},
+		{"TagConfig.NSegments", func(c *busdma.TagConfig) { c.NSegments = 0 }},
+		{"TagConfig.MaxSegSize", func(c *busdma.TagConfig) { c.MaxSegSize = 0 }},
+		{"TagConfig.Flags", func(c *busdma.TagConfig) { c.Flags = 1 << 7 }},
 	}
 	for _, b := range bad {
 		cfg := ok
 		b.mod(&cfg)
 		_, err := busdma.NewTag(d.Tag(), cfg)
-		var te *busdma.TagError
+		var te *busdma.ConfigError
 		assert.False(t, !errors.As(err, &te) || te.Field != b.field || !errors.Is(err, busdma.ErrInvalid), "%s: got %v", b.field, err)
 	}
 	assert.ErrorIs(t, errOf(busdma.NewTag(nil, ok)), busdma.ErrInvalid, "nil parent")

@@ -3,6 +3,8 @@ package busdma
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goiflib/goiflib/internal/errs"
 )
 
 // Sentinel errors. Hot paths return these package-level values; cold paths
@@ -16,8 +18,10 @@ var (
 	// ErrBusy is EBUSY: the map is loaded (destroy, or a second load).
 	ErrBusy = errors.New("busdma: map is loaded (EBUSY)")
 	// ErrInvalid is EINVAL: bad argument (nil or zero-length buffer, load
-	// larger than maxsize, bad tag parameter).
-	ErrInvalid = errors.New("busdma: invalid argument (EINVAL)")
+	// larger than maxsize, a destroyed map, bad tag parameter). It is the
+	// one invalid-argument sentinel of goiflib (iflib.ErrInvalid and the
+	// other packages' are this value); every *ConfigError matches it.
+	ErrInvalid = errs.ErrInvalid
 	// ErrNotLoaded: unload or sync of a map that holds no mapping.
 	ErrNotLoaded = errors.New("busdma: map is not loaded")
 	// ErrNotInSpace: the buffer was not allocated from the device's Space,
@@ -41,35 +45,27 @@ var (
 	ErrNotAllocated = errors.New("busdma: not a live allocation of this space (double free?)")
 )
 
-// TagError reports an invalid bus_dma_tag_create argument. It matches
-// [ErrInvalid] with errors.Is.
-type TagError struct {
-	Field string // the bus_dma_tag_create parameter, e.g. "alignment"
-	Value uint64
-	Msg   string
+// ConfigError reports an invalid argument or configuration field: a
+// TagConfig field (bus_dma_tag_create's arguments, Field "TagConfig.Alignment"),
+// a SimConfig, IOMMUConfig or PagemapConfig field, a map or buffer that
+// cannot be loaded. It is goiflib's one invalid-argument type
+// (iflib.ConfigError is the same type) and matches [ErrInvalid] with
+// errors.Is; Pkg is "busdma".
+type ConfigError = errs.ConfigError
+
+// badArg is a *ConfigError of this package.
+func badArg(field string, v any, reason string) error {
+	return &ConfigError{Pkg: "busdma", Field: field, Value: v, Reason: reason}
 }
 
-func (e *TagError) Error() string {
-	return fmt.Sprintf("busdma: tag %s=%#x: %s", e.Field, e.Value, e.Msg)
-}
-
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *TagError) Is(target error) bool { return target == ErrInvalid }
-
-// ConfigError reports an invalid SimConfig, IOMMUConfig or PagemapConfig
-// field. It matches [ErrInvalid] with errors.Is.
-type ConfigError struct {
-	Field string // e.g. "SimConfig.Size"
-	Value uint64
-	Msg   string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("busdma: %s=%#x: %s", e.Field, e.Value, e.Msg)
-}
-
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }
+// The invalid arguments of the load path, built once: a hot path returns
+// them without allocating (errors.Is matches ErrInvalid, errors.As a
+// *ConfigError).
+var (
+	errLoadLen      error = &ConfigError{Pkg: "busdma", Field: "Load buffer", Reason: "nil, empty or larger than the tag's maxsize"}
+	errMapDestroyed error = &ConfigError{Pkg: "busdma", Field: "Map", Reason: "destroyed (bus_dmamap_destroy)"}
+	errDMAMemFreed  error = &ConfigError{Pkg: "busdma", Field: "DMAMem", Reason: "already freed"}
+)
 
 // AllocError reports a refused Space.Alloc, Space.AllocChunks or
 // Space.Free, or arguments of Tag.OneSegment that AllocChunks would refuse

@@ -13,7 +13,7 @@ type IdentitySpace struct {
 // alive and must not use the parts handed out by Alloc for anything else.
 func NewIdentitySpace(region []byte) (*IdentitySpace, error) {
 	if len(region) == 0 {
-		return nil, &ConfigError{Field: "NewIdentitySpace region", Msg: "empty"}
+		return nil, badArg("NewIdentitySpace(region)", nil, "empty")
 	}
 	np := (len(region) + PageSize - 1) / PageSize
 	pm := &physMem{mem: region, base: addrOf(region), phys: make([]BusAddr, np)}

@@ -91,7 +91,7 @@ func NewIOMMUSpace(cfg IOMMUConfig) (*IOMMUSpace, error) {
 		cfg.MaxFaults = 1024
 	}
 	bad := func(field string, v uint64, msg string) error {
-		return &ConfigError{Field: "IOMMUConfig." + field, Value: v, Msg: msg}
+		return badArg("IOMMUConfig."+field, v, msg)
 	}
 	switch {
 	case cfg.IOVABase&pageMask != 0:

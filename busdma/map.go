@@ -81,7 +81,7 @@ func (m *Map) Load(buf []byte, segs []Segment) ([]Segment, error) {
 		return segs, err
 	}
 	if len(buf) == 0 || len(buf) > m.tag.maxsize {
-		return segs, ErrInvalid
+		return segs, errLoadLen
 	}
 	start := len(segs)
 	m.bufs = append(m.bufs[:0], buf)
@@ -102,7 +102,7 @@ func (m *Map) LoadMulti(bufs [][]byte, segs []Segment) ([]Segment, error) {
 		total += len(b)
 	}
 	if total == 0 || total > m.tag.maxsize {
-		return segs, ErrInvalid
+		return segs, errLoadLen
 	}
 	start := len(segs)
 	m.bufs = m.bufs[:0]
@@ -122,7 +122,7 @@ func (m *Map) LoadMulti(bufs [][]byte, segs []Segment) ([]Segment, error) {
 func (m *Map) preLoad() error {
 	switch m.state {
 	case mapDestroyed:
-		return ErrInvalid
+		return errMapDestroyed
 	case mapLoaded:
 		if m.chk != nil {
 			m.dev.report(KindLoadLoaded, m, "load of a map that is still loaded")
@@ -185,7 +185,7 @@ func (m *Map) Unload() error {
 			m.dev.report(KindUnloadUnloaded, m, "unload of a map that is not loaded")
 		}
 		if m.state == mapDestroyed {
-			return ErrInvalid
+			return errMapDestroyed
 		}
 		return ErrNotLoaded
 	}
@@ -223,7 +223,7 @@ func (m *Map) Destroy() error {
 		}
 		return ErrBusy
 	case mapDestroyed:
-		return ErrInvalid
+		return errMapDestroyed
 	}
 	m.state = mapDestroyed
 	m.dev.unregisterMap(m)

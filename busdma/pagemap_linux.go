@@ -17,7 +17,7 @@ const hugePageSize = 2 << 20
 // [PagemapSpace]).
 func NewPagemapSpaceConfig(cfg PagemapConfig) (*PagemapSpace, error) {
 	if cfg.Size < 0 || uint64(cfg.Size) > 1<<40 {
-		return nil, &ConfigError{Field: "PagemapConfig.Size", Value: uint64(cfg.Size), Msg: "must be 0 (the default) to 1 TiB"}
+		return nil, badArg("PagemapConfig.Size", cfg.Size, "must be 0 (the default) to 1 TiB")
 	}
 	if cfg.Size == 0 {
 		cfg.Size = 4 << 20

@@ -44,8 +44,8 @@ func TestStrings(t *testing.T) {
 	require.Equal(t, "PREREAD|PREWRITE", s, s)
 	s = (PostRead | PostWrite | 0x40).String()
 	require.Equal(t, "POSTREAD|POSTWRITE|?", s, s)
-	s = (&TagError{Field: "alignment", Value: 3, Msg: "not a power of two"}).Error()
-	require.Equal(t, "busdma: tag alignment=0x3: not a power of two", s, s)
+	s = badArg("TagConfig.Alignment", 3, "not a power of two").Error()
+	require.Equal(t, "busdma: invalid TagConfig.Alignment = 3: not a power of two", s, s)
 	require.Equal(t, "unknown", ReportKind(0).String(), "ReportKind.String")
 	require.Equal(t, "map-leaked-at-teardown", KindLeak.String(), "ReportKind.String")
 }

@@ -125,7 +125,7 @@ func NewSimSpace(cfg SimConfig) (*SimSpace, error) {
 		pm.phys[na+nc+i] = cfg.BounceBase + BusAddr(i*PageSize)
 	}
 	if !pm.buildBanks(64) {
-		return nil, &ConfigError{Field: "SimConfig", Msg: "address windows overlap"}
+		return nil, badArg("SimConfig", nil, "address windows overlap")
 	}
 	s := &SimSpace{name: cfg.Name}
 	s.pm = pm
@@ -145,7 +145,7 @@ const maxSimBytes = 1 << (30 + 4*(^uint(0)>>63))
 // check validates the defaulted configuration.
 func (cfg *SimConfig) check() error {
 	bad := func(field string, v uint64, msg string) error {
-		return &ConfigError{Field: "SimConfig." + field, Value: v, Msg: msg}
+		return badArg("SimConfig."+field, v, msg)
 	}
 	switch {
 	case cfg.Size < 0 || cfg.Size > maxSimBytes:

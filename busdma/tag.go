@@ -67,31 +67,31 @@ func newRootTag(d *Device) *Tag {
 // ([Device.Tag], bus_get_dma_tag) or a tag derived from it.
 func NewTag(parent *Tag, cfg TagConfig) (*Tag, error) {
 	if parent == nil || parent.dev == nil {
-		return nil, &TagError{Field: "parent", Msg: "nil parent tag"}
+		return nil, badArg("NewTag(parent)", nil, "nil parent tag")
 	}
 	if cfg.Alignment == 0 {
 		cfg.Alignment = 1
 	}
 	if cfg.Alignment < 0 || cfg.Alignment&(cfg.Alignment-1) != 0 {
-		return nil, &TagError{Field: "alignment", Value: uint64(cfg.Alignment), Msg: "not a power of two"}
+		return nil, badArg("TagConfig.Alignment", cfg.Alignment, "not a power of two")
 	}
 	if cfg.Boundary < 0 || cfg.Boundary&(cfg.Boundary-1) != 0 {
-		return nil, &TagError{Field: "boundary", Value: uint64(cfg.Boundary), Msg: "not a power of two"}
+		return nil, badArg("TagConfig.Boundary", cfg.Boundary, "not a power of two")
 	}
 	if cfg.Boundary != 0 && cfg.Boundary < cfg.Alignment {
-		return nil, &TagError{Field: "boundary", Value: uint64(cfg.Boundary), Msg: "smaller than alignment"}
+		return nil, badArg("TagConfig.Boundary", cfg.Boundary, "smaller than alignment")
 	}
 	if cfg.MaxSize <= 0 {
-		return nil, &TagError{Field: "maxsize", Value: uint64(cfg.MaxSize), Msg: "must be positive"}
+		return nil, badArg("TagConfig.MaxSize", cfg.MaxSize, "must be positive")
 	}
 	if cfg.NSegments <= 0 {
-		return nil, &TagError{Field: "nsegments", Value: uint64(cfg.NSegments), Msg: "must be positive"}
+		return nil, badArg("TagConfig.NSegments", cfg.NSegments, "must be positive")
 	}
 	if cfg.MaxSegSize <= 0 {
-		return nil, &TagError{Field: "maxsegsz", Value: uint64(cfg.MaxSegSize), Msg: "must be positive"}
+		return nil, badArg("TagConfig.MaxSegSize", cfg.MaxSegSize, "must be positive")
 	}
 	if cfg.Flags&^AllocNow != 0 {
-		return nil, &TagError{Field: "flags", Value: uint64(cfg.Flags), Msg: "unknown flag"}
+		return nil, badArg("TagConfig.Flags", cfg.Flags, "unknown flag")
 	}
 	if cfg.LowAddr == 0 {
 		cfg.LowAddr = MaxAddr

@@ -69,28 +69,32 @@ func (a *Allocator) Next(set CPUSet) (next, refcount int, ok bool) {
 // A device without a core_offset is entered in the registry and must be
 // Released when it detaches; Release is harmless for the others.
 //
-// Errors: ErrQueueCount, ErrEmptyCPUSet, ErrCPUNotInTopology, ErrBehavior
-// and *OffsetError (ErrCoreOffset). On error the registry is unchanged.
+// Errors: a *ConfigError (ErrInvalid) naming the field, whose Err is
+// ErrQueueCount, ErrEmptyCPUSet, ErrCPUNotInTopology, ErrBehavior or
+// ErrCoreOffset. On error the registry is unchanged.
 func (a *Allocator) Place(req Request) (*Placement, error) {
 	if a == nil || a.topo == nil {
 		return nil, ErrEmptyCPUSet
 	}
 	if !a.opts.Behavior.valid() {
-		return nil, fmt.Errorf("%w: %d", ErrBehavior, int(a.opts.Behavior))
+		return nil, &ConfigError{Pkg: "cpumap", Field: "AllocatorOptions.Behavior", Value: int(a.opts.Behavior),
+			Reason: "want Intended, FreeBSD or BeforeD24094", Err: ErrBehavior}
 	}
 	if req.RxQueues < 0 || req.RxQueues > MaxQueues || req.TxQueues < 0 || req.TxQueues > MaxQueues ||
 		req.RxQueues+req.TxQueues == 0 {
-		return nil, fmt.Errorf("%w: %d RX, %d TX (want 0..%d each, at least one queue)", ErrQueueCount, req.RxQueues, req.TxQueues, MaxQueues)
+		return nil, &ConfigError{Pkg: "cpumap", Field: "Request.RxQueues, TxQueues", Value: fmt.Sprintf("%d, %d", req.RxQueues, req.TxQueues),
+			Reason: fmt.Sprintf("want 0..%d each, at least one queue", MaxQueues), Err: ErrQueueCount}
 	}
 	set, physical := a.topo.IntrCPUs()
 	if req.CPUs != nil {
 		set, physical = *req.CPUs, req.CPUsArePhysical
 	}
 	if set.Empty() {
-		return nil, ErrEmptyCPUSet
+		return nil, &ConfigError{Pkg: "cpumap", Field: "Request.CPUs", Reason: "no CPU", Err: ErrEmptyCPUSet}
 	}
 	if !set.SubsetOf(a.topo.online) {
-		return nil, fmt.Errorf("%w: %s not among online CPUs %s", ErrCPUNotInTopology, set, a.topo.online)
+		return nil, &ConfigError{Pkg: "cpumap", Field: "Request.CPUs", Value: set,
+			Reason: "not among online CPUs " + a.topo.online.String(), Err: ErrCPUNotInTopology}
 	}
 	b := a.opts.Behavior
 	pol := req.Policy
@@ -116,7 +120,7 @@ func (a *Allocator) Place(req Request) (*Placement, error) {
 			limit = a.topo.online.Last()
 		}
 		if off < 0 || off > limit {
-			return nil, &OffsetError{Offset: off, Max: limit}
+			return nil, badOffset(off, limit)
 		}
 		pl.Base = as.explicitBase(off)
 	} else {

@@ -33,7 +33,7 @@ func (a *Allocator) placeBeforeD24094(req Request, set CPUSet, physical bool) (*
 	if pol.CoreOffset != nil {
 		co = *pol.CoreOffset
 		if co < 0 || co > maxFreeBSDOffset {
-			return nil, &OffsetError{Offset: co, Max: maxFreeBSDOffset}
+			return nil, badOffset(co, maxFreeBSDOffset)
 		}
 	} else {
 		a.mu.Lock()

@@ -3,7 +3,27 @@ package cpumap
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goiflib/goiflib/internal/errs"
 )
+
+// ErrInvalid is EINVAL, goiflib's one invalid-argument sentinel
+// (iflib.ErrInvalid and the other packages' are this value). Every
+// *ConfigError matches it, and so does each bad-argument sentinel below
+// (ErrQueueCount, ErrBehavior, ErrCacheLineSize, ErrEmptyCPUSet,
+// ErrCPUNotInTopology, ErrCoreOffset, ErrBadCPUList, ErrBadSynthetic,
+// ErrCPURange); the sentinels of the environment (ErrMalformedSysfs,
+// ErrCPUNotOnline, ErrPinNotPermitted, ErrPinUnsupported) and of a misuse
+// of the pin (ErrUnpinThread) do not. A *SysfsError whose file holds a bad
+// value (a CPU list that does not parse, a cache line size out of range)
+// matches the value's sentinel, and so ErrInvalid, through its cause.
+var ErrInvalid = errs.ErrInvalid
+
+// ConfigError is goiflib's one invalid-argument type (iflib.ConfigError
+// is the same type): Place names the Request, Policy or AllocatorOptions
+// field it refused, with Pkg "cpumap" and Err the sentinel of the kind
+// (ErrQueueCount, ErrCoreOffset, ...).
+type ConfigError = errs.ConfigError
 
 // Sentinel errors. Every error this package returns matches one of them with
 // errors.Is; typed errors below carry the detail.
@@ -12,33 +32,33 @@ var (
 	// more than MaxQueues of either kind. (A NIC always has at least one of
 	// each, isc_nrxqsets and isc_ntxqsets >= 1; a worker pool asks for one
 	// kind only.)
-	ErrQueueCount = errors.New("cpumap: queue count out of range")
+	ErrQueueCount = errs.Invalid("cpumap: queue count out of range")
 	// ErrBehavior: an AllocatorOptions.Behavior that is none of Intended,
 	// FreeBSD and BeforeD24094.
-	ErrBehavior = errors.New("cpumap: unknown Behavior")
+	ErrBehavior = errs.Invalid("cpumap: unknown Behavior")
 	// ErrCacheLineSize: a cache line size that is not a power of two from
 	// MinCacheLineSize to MaxCacheLineSize (SyntheticConfig.CacheLineSize, or
 	// a sysfs coherency_line_size).
-	ErrCacheLineSize = errors.New("cpumap: cache line size not a power of two in range")
+	ErrCacheLineSize = errs.Invalid("cpumap: cache line size not a power of two in range")
 	// ErrEmptyCPUSet: a CPU set with no member where one is needed
 	// (cpuid_advance asserts !CPU_EMPTY(&ctx->ifc_cpus)).
-	ErrEmptyCPUSet = errors.New("cpumap: empty CPU set")
+	ErrEmptyCPUSet = errs.Invalid("cpumap: empty CPU set")
 	// ErrCPUNotInTopology: a CPU set names a CPU the topology does not have
 	// online.
-	ErrCPUNotInTopology = errors.New("cpumap: CPU not in topology")
-	// ErrCoreOffset: a core_offset that no CPU can correspond to. See
-	// OffsetError.
-	ErrCoreOffset = errors.New("cpumap: core offset out of range")
+	ErrCPUNotInTopology = errs.Invalid("cpumap: CPU not in topology")
+	// ErrCoreOffset: a core_offset that no CPU can correspond to (Place
+	// returns a *ConfigError naming Policy.CoreOffset and the range).
+	ErrCoreOffset = errs.Invalid("cpumap: core offset out of range")
 	// ErrMalformedSysfs: a sysfs file is missing or cannot be parsed. See
 	// SysfsError.
 	ErrMalformedSysfs = errors.New("cpumap: malformed sysfs")
 	// ErrBadCPUList: text that is not a Linux CPU list ("0-3,8,10-11").
-	ErrBadCPUList = errors.New("cpumap: malformed CPU list")
+	ErrBadCPUList = errs.Invalid("cpumap: malformed CPU list")
 	// ErrBadSynthetic: a SyntheticConfig that describes no machine.
-	ErrBadSynthetic = errors.New("cpumap: bad synthetic topology")
+	ErrBadSynthetic = errs.Invalid("cpumap: bad synthetic topology")
 	// ErrCPURange: a CPU number below 0 or not below MaxCPUs (also for a
 	// number too long to read, such as an 8-digit one in a CPU list).
-	ErrCPURange = errors.New("cpumap: CPU number out of range")
+	ErrCPURange = errs.Invalid("cpumap: CPU number out of range")
 	// ErrCPUNotOnline: the kernel refused a CPU as not online or not allowed
 	// for this process (sched_setaffinity EINVAL).
 	ErrCPUNotOnline = errors.New("cpumap: CPU not online or not allowed")
@@ -52,19 +72,6 @@ var (
 	// that pinned (PinCurrentThread); the pin is still held.
 	ErrUnpinThread = errors.New("cpumap: unpin on another goroutine than the pin's")
 )
-
-// OffsetError reports a rejected core_offset (dev.X.Y.iflib.core_offset).
-type OffsetError struct {
-	Offset int // the requested core_offset
-	Max    int // the largest accepted value
-}
-
-func (e *OffsetError) Error() string {
-	return fmt.Sprintf("cpumap: core offset %d out of range [0, %d]", e.Offset, e.Max)
-}
-
-// Is makes errors.Is(err, ErrCoreOffset) true.
-func (e *OffsetError) Is(target error) bool { return target == ErrCoreOffset }
 
 // SysfsError reports a sysfs file that is missing or malformed.
 type SysfsError struct {
@@ -95,3 +102,9 @@ func (e *PinError) Error() string {
 
 // Unwrap returns the cause.
 func (e *PinError) Unwrap() error { return e.Err }
+
+// badOffset is a rejected core_offset (dev.X.Y.iflib.core_offset).
+func badOffset(off, limit int) error {
+	return &ConfigError{Pkg: "cpumap", Field: "Policy.CoreOffset", Value: off,
+		Reason: fmt.Sprintf("out of range [0, %d]", limit), Err: ErrCoreOffset}
+}

@@ -154,9 +154,13 @@ func TestPlaceErrors(t *testing.T) {
 		pl, err := a.Place(c.req)
 		assert.False(t, !errors.Is(err, c.want) || pl != nil, "Place(%+v) = %v, %v; want %v", c.req, pl, err, c.want)
 	}
-	var oe *OffsetError
+	var ce *ConfigError
 	_, err := a.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(99)}})
-	assert.False(t, !errors.As(err, &oe) || oe.Offset != 99 || oe.Max != 7, "OffsetError = %+v", oe)
+	if assert.ErrorAs(t, err, &ce) {
+		assert.Equal(t, "Policy.CoreOffset", ce.Field)
+		assert.Equal(t, 99, ce.Value)
+	}
+	assert.EqualError(t, err, "cpumap: invalid Policy.CoreOffset = 99: out of range [0, 7]: core offset out of range")
 	fb := NewAllocator(tp, AllocatorOptions{Behavior: FreeBSD})
 	for _, off := range []int{-1, 0xffff, 1 << 20} {
 		assert.ErrorIs(t, errOf(fb.Place(Request{RxQueues: 1, TxQueues: 1, Policy: Policy{CoreOffset: Offset(off)}})), ErrCoreOffset, "freebsd offset %#x", off)

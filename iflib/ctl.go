@@ -172,7 +172,7 @@ func (c *Context) MAC() EtherAddr {
 // IFF_UP). A multicast or all-zeros address is a *ConfigError (EINVAL).
 func (c *Context) SetMAC(a EtherAddr) error {
 	if a.IsMulticast() || a.IsZero() {
-		return &ConfigError{Field: "MAC", Value: a, Reason: "not a unicast address"}
+		return &ConfigError{Pkg: "iflib", Field: "MAC", Value: a, Reason: "not a unicast address"}
 	}
 	return c.ctlCall(func(reentrant bool) error {
 		c.ctl.mu.Lock()
@@ -428,7 +428,7 @@ func (c *Context) endLinkEvents() {
 // driver's error is an *IFDIError and the flags stay as they were.
 func (c *Context) SetFlags(f IfFlags) error {
 	if f&^iffKnown != 0 {
-		return &ConfigError{Field: "Flags", Value: f, Reason: "only IffPromisc and IffAllMulti are modelled"}
+		return &ConfigError{Pkg: "iflib", Field: "Flags", Value: f, Reason: "only IffPromisc and IffAllMulti are modelled"}
 	}
 	return c.ctlCall(func(bool) error {
 		old := c.Flags()
@@ -463,7 +463,7 @@ func (c *Context) SetFlags(f IfFlags) error {
 // *IFDIError, and the list stays as it was.
 func (c *Context) AddMulti(a EtherAddr) error {
 	if !a.IsMulticast() {
-		return &ConfigError{Field: "Multicast", Value: a, Reason: "not a multicast address"}
+		return &ConfigError{Pkg: "iflib", Field: "Multicast", Value: a, Reason: "not a multicast address"}
 	}
 	return c.ctlCall(func(bool) error {
 		c.ctl.mu.Lock()
@@ -492,7 +492,7 @@ func (c *Context) DelMulti(a EtherAddr) error {
 		i := slices.Index(c.ctl.multi, a)
 		if i < 0 {
 			c.ctl.mu.Unlock()
-			return &ConfigError{Field: "Multicast", Value: a, Reason: "not in the list (ENOENT)"}
+			return &ConfigError{Pkg: "iflib", Field: "Multicast", Value: a, Reason: "not in the list (ENOENT)"}
 		}
 		c.ctl.multi = slices.Delete(c.ctl.multi, i, i+1)
 		c.ctl.mu.Unlock()
@@ -533,7 +533,7 @@ const MaxVLANTag = 4095
 // registering a tag twice does nothing.
 func (c *Context) RegisterVLAN(vtag uint16) error {
 	if vtag == 0 || vtag > MaxVLANTag {
-		return &ConfigError{Field: "VLAN", Value: vtag, Reason: fmt.Sprintf("must be 1..%d", MaxVLANTag)}
+		return &ConfigError{Pkg: "iflib", Field: "VLAN", Value: vtag, Reason: fmt.Sprintf("must be 1..%d", MaxVLANTag)}
 	}
 	return c.ctlCall(func(reentrant bool) error {
 		c.ctl.mu.Lock()
@@ -563,7 +563,7 @@ func (c *Context) UnregisterVLAN(vtag uint16) error {
 		}
 		c.ctl.mu.Unlock()
 		if !found {
-			return &ConfigError{Field: "VLAN", Value: vtag, Reason: "not registered (ENOENT)"}
+			return &ConfigError{Pkg: "iflib", Field: "VLAN", Value: vtag, Reason: "not registered (ENOENT)"}
 		}
 		if vr, ok := c.dev.(VLANRegisterer); ok {
 			vr.VLANUnregister(c, vtag)
@@ -597,7 +597,7 @@ func (c *Context) SetMedia(m Media) error {
 		old := c.ctl.cur
 		c.ctl.mu.Unlock()
 		if !listed {
-			return &ConfigError{Field: "Media", Value: m, Reason: "not in the driver's media list (ENXIO)"}
+			return &ConfigError{Pkg: "iflib", Field: "Media", Value: m, Reason: "not in the driver's media list (ENXIO)"}
 		}
 		mc, ok := c.dev.(MediaChanger)
 		if !ok {
@@ -623,15 +623,15 @@ func (c *Context) SetMedia(m Media) error {
 // queue, or an unknown hash type is a *ConfigError. The config is copied.
 func (c *Context) SetRSS(r RSSConfig) error {
 	if len(r.Table) != c.sc.RSSTableSize {
-		return &ConfigError{Field: "RSS.Table", Value: len(r.Table), Reason: fmt.Sprintf("must have RSSTableSize = %d entries", c.sc.RSSTableSize)}
+		return &ConfigError{Pkg: "iflib", Field: "RSS.Table", Value: len(r.Table), Reason: fmt.Sprintf("must have RSSTableSize = %d entries", c.sc.RSSTableSize)}
 	}
 	for i, q := range r.Table {
 		if int(q) >= c.sc.NRxQSets {
-			return &ConfigError{Field: fmt.Sprintf("RSS.Table[%d]", i), Value: q, Reason: fmt.Sprintf("no such RX queue (%d queues)", c.sc.NRxQSets)}
+			return &ConfigError{Pkg: "iflib", Field: fmt.Sprintf("RSS.Table[%d]", i), Value: q, Reason: fmt.Sprintf("no such RX queue (%d queues)", c.sc.NRxQSets)}
 		}
 	}
 	if r.Types&^rssHashKnown != 0 {
-		return &ConfigError{Field: "RSS.Types", Value: r.Types, Reason: "unknown RSS_HASHTYPE bits"}
+		return &ConfigError{Pkg: "iflib", Field: "RSS.Types", Value: r.Types, Reason: "unknown RSS_HASHTYPE bits"}
 	}
 	r.Table = slices.Clone(r.Table)
 	return c.ctlCall(func(reentrant bool) error {
@@ -657,7 +657,7 @@ const capReinit = capKnown &^ CapLinkState
 // of an IP version whose RX checksum is disabled.
 func (c *Context) SetCapEnable(caps Capabilities) error {
 	if caps&^c.sc.Capabilities != 0 {
-		return &ConfigError{Field: "CapEnable", Value: caps, Reason: fmt.Sprintf("%v not offered by the device (Capabilities %v)",
+		return &ConfigError{Pkg: "iflib", Field: "CapEnable", Value: caps, Reason: fmt.Sprintf("%v not offered by the device (Capabilities %v)",
 			caps&^c.sc.Capabilities, c.sc.Capabilities)}
 	}
 	return c.ctlCall(func(reentrant bool) error {
@@ -726,7 +726,7 @@ const MaxMTU = MaxRxSegs*MJumPageSize - etherVLANEncapLen - etherHdrLen - etherC
 // IFDI method on a running interface it returns ErrReentrant.
 func (c *Context) SetMTU(mtu int) error {
 	if mtu < MinMTU || mtu > MaxMTU {
-		return &ConfigError{Field: "MTU", Value: mtu, Reason: fmt.Sprintf("must be %d..%d", MinMTU, MaxMTU)}
+		return &ConfigError{Pkg: "iflib", Field: "MTU", Value: mtu, Reason: fmt.Sprintf("must be %d..%d", MinMTU, MaxMTU)}
 	}
 	return c.ctlCall(func(reentrant bool) error {
 		old := c.MTU()
@@ -774,12 +774,12 @@ func (c *Context) mtuSetLocked(ms MTUSetter, mtu int) error {
 		return err
 	}
 	if frame < mtu+etherHdrLen || frame > MaxRxSegs*MJumPageSize-etherVLANEncapLen || frame < c.sc.MinFrameSize {
-		return undo(c.ifdiErr("IFDI_MTU_SET", &ConfigError{Field: "MaxFrameSize", Value: frame,
+		return undo(c.ifdiErr("IFDI_MTU_SET", &ConfigError{Pkg: "iflib", Field: "MaxFrameSize", Value: frame,
 			Reason: fmt.Sprintf("does not carry an MTU of %d, or exceeds %d", mtu, MaxRxSegs*MJumPageSize-etherVLANEncapLen)}))
 	}
 	for j := range max(c.shared.NFL, 1) {
 		if b := c.sc.RxdBufSize[j]; b != 0 && frame > MaxRxSegs*b-etherVLANEncapLen {
-			return undo(&ConfigError{Field: "MTU", Value: mtu, Reason: fmt.Sprintf(
+			return undo(&ConfigError{Pkg: "iflib", Field: "MTU", Value: mtu, Reason: fmt.Sprintf(
 				"a frame of %d bytes with a VLAN tag needs more than %d (IFLIB_MAX_RX_SEGS) buffers of %d bytes (RxdBufSize[%d])",
 				frame, MaxRxSegs, b, j)})
 		}

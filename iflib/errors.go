@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/internal/errs"
 )
 
 // Sentinel errors. Hot paths return these values; they never build an error
@@ -167,32 +168,26 @@ func (e *LeakError) Error() string {
 // Is makes errors.Is(err, ErrLeak) true.
 func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
-// ConfigError reports an invalid attach parameter (the checks of
-// _iflib_assert, _iflib_pre_assert and iflib_reset_qvalues). It matches
-// ErrConfig with errors.Is.
-type ConfigError struct {
-	Field  string // the if_shared_ctx / if_softc_ctx / Config field, Go-named
-	Value  any
-	Reason string
-	Err    error // the cause from another package, if any (errors.Unwrap)
-}
+// ConfigError is the one error type for an invalid argument or
+// configuration across goiflib's packages (busdma.ConfigError,
+// bufring.ConfigError, mpring.ConfigError and cpumap.ConfigError are the
+// same type). iflib's name an invalid attach parameter (the checks of
+// _iflib_assert, _iflib_pre_assert and iflib_reset_qvalues) or a control
+// call's argument, with Pkg "iflib". It matches ErrInvalid with errors.Is,
+// and Err (the cause from another package, such as cpumap's
+// ErrCoreOffset or a busdma tag error) through Unwrap.
+type ConfigError = errs.ConfigError
 
-// ErrConfig is matched by every *ConfigError.
-var ErrConfig = errors.New("iflib: invalid configuration")
+// ErrInvalid is EINVAL, matched by every *ConfigError of every goiflib
+// package: busdma.ErrInvalid, bufring.ErrInvalid, mpring.ErrInvalid and
+// cpumap.ErrInvalid are this value.
+var ErrInvalid = errs.ErrInvalid
 
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("iflib: invalid %s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrConfig) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
-
-// Unwrap returns the cause from another package (cpumap's ErrCoreOffset,
-// a busdma tag error), if any.
-func (e *ConfigError) Unwrap() error { return e.Err }
+// ErrConfig is ErrInvalid under its older iflib name (the same value).
+var ErrConfig = errs.ErrInvalid
 
 func cfgErr(field string, v any, reason string) error {
-	return &ConfigError{Field: field, Value: v, Reason: reason}
+	return &ConfigError{Pkg: "iflib", Field: field, Value: v, Reason: reason}
 }
 
 // IFDIError is a driver's IFDI method failing: Register (IFDI_ATTACH_PRE,

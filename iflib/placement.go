@@ -53,7 +53,7 @@ func placeQueues(c *Context) (*placement, error) {
 		},
 	})
 	if errors.Is(err, cpumap.ErrCoreOffset) {
-		return nil, &ConfigError{Field: "CoreOffset", Value: c.cfg.CoreOffset, Reason: "no such CPU", Err: err}
+		return nil, &ConfigError{Pkg: "iflib", Field: "CoreOffset", Value: c.cfg.CoreOffset, Reason: "no such CPU", Err: err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("iflib: %s: queue placement: %w", c.name, err)

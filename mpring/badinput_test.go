@@ -1,6 +1,7 @@
 package mpring
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestNewRejects(t *testing.T) {
 		assert.ErrorIs(t, err, ErrInvalid, "New(%d)", size)
 		var ce *ConfigError
 		if assert.ErrorAs(t, err, &ce, "New(%d)", size) {
-			assert.Equal(t, "size", ce.Param)
+			assert.Equal(t, "New(size)", ce.Field)
 			assert.Equal(t, size, ce.Value)
 		}
 	}
@@ -33,14 +34,15 @@ func TestNewRejects(t *testing.T) {
 	_, err := New(8, nil, can)
 	assert.ErrorIs(t, err, ErrInvalid, "nil drain")
 	if assert.ErrorAs(t, err, &ce) {
-		assert.Equal(t, "drain", ce.Param)
+		assert.Equal(t, "New(drain)", ce.Field)
 	}
 	_, err = New[int](8, drain, nil)
 	assert.ErrorIs(t, err, ErrInvalid, "nil canDrain")
 	if assert.ErrorAs(t, err, &ce) {
-		assert.Equal(t, "canDrain", ce.Param)
+		assert.Equal(t, "New(canDrain)", ce.Field)
 	}
-	assert.NotEmpty(t, (&ConfigError{Param: "size", Value: 1}).Error())
+	_, err = New(1, drain, can)
+	assert.EqualError(t, err, fmt.Sprintf("mpring: invalid New(size) = 1: want %d..%d", MinSize, MaxSize))
 }
 
 func TestEmptyEnqueueChangesNothing(t *testing.T) {

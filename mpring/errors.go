@@ -3,6 +3,8 @@ package mpring
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goiflib/goiflib/internal/errs"
 )
 
 // ErrFull is ENOBUFS from ifmp_ring_enqueue: the items did not fit in the
@@ -15,23 +17,20 @@ var ErrFull = errors.New("mpring: ring full (ENOBUFS)")
 var ErrNoItems = errors.New("mpring: no items to enqueue")
 
 // ErrInvalid is EINVAL from ifmp_ring_alloc. Every *ConfigError matches it
-// with errors.Is.
-var ErrInvalid = errors.New("mpring: invalid argument (EINVAL)")
+// with errors.Is. It is the one invalid-argument sentinel of goiflib
+// (iflib.ErrInvalid and the other packages' are this value).
+var ErrInvalid = errs.ErrInvalid
 
-// ConfigError describes which argument of New was rejected.
-type ConfigError struct {
-	Param string // "size", "drain" or "canDrain"
-	Value int    // the rejected size; 0 for a nil callback
+// ConfigError describes which argument of New was rejected: Field is
+// "New(size)", "New(drain)" or "New(canDrain)", Value the rejected size
+// (nil for a nil callback). It is goiflib's one invalid-argument type
+// (iflib.ConfigError is the same type); Pkg is "mpring".
+type ConfigError = errs.ConfigError
+
+func badArg(field string, v any, reason string) error {
+	return &ConfigError{Pkg: "mpring", Field: field, Value: v, Reason: reason}
 }
 
-func (e *ConfigError) Error() string {
-	switch e.Param {
-	case "size":
-		return fmt.Sprintf("mpring: size %d outside [%d, %d] (EINVAL)", e.Value, MinSize, MaxSize)
-	default:
-		return fmt.Sprintf("mpring: %s callback is nil (EINVAL)", e.Param)
-	}
+func badSize(size int) error {
+	return badArg("New(size)", size, fmt.Sprintf("want %d..%d", MinSize, MaxSize))
 }
-
-// Is reports whether target is ErrInvalid.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }

@@ -111,13 +111,13 @@ type Ring[T any] struct {
 // MinSize ≤ size ≤ MaxSize and both callbacks are set.
 func New[T any](size int, drain DrainFunc[T], canDrain CanDrainFunc[T]) (*Ring[T], error) {
 	if size < MinSize || size > MaxSize {
-		return nil, &ConfigError{Param: "size", Value: size}
+		return nil, badSize(size)
 	}
 	if drain == nil {
-		return nil, &ConfigError{Param: "drain"}
+		return nil, badArg("New(drain)", nil, "nil callback")
 	}
 	if canDrain == nil {
-		return nil, &ConfigError{Param: "canDrain"}
+		return nil, badArg("New(canDrain)", nil, "nil callback")
 	}
 	return &Ring[T]{
 		size:     size,

@@ -68,6 +68,6 @@ func TestStrings(t *testing.T) {
 	s := State{PidxHead: 12, PidxTail: 12, Cidx: 7, Flags: Stalled}
 	got, want := s.String(), "pidx_head: 0012 pidx_tail: 0012 cidx: 0007 state: STALLED"
 	assert.Equal(t, want, got, "String() = %q, want %q", got, want)
-	got, want = (&ConfigError{Param: "drain"}).Error(), "mpring: drain callback is nil (EINVAL)"
+	got, want = badArg("New(drain)", nil, "nil callback").Error(), "mpring: invalid New(drain): nil callback"
 	assert.Equal(t, want, got, "Error() = %q, want %q", got, want)
 }

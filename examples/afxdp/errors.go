@@ -3,40 +3,24 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goiflib/goiflib/iflib"
 )
 
 // ConfigError is a refused field of Config, UMEMConfig or ForwardOptions:
-// which field (Go-named, as iflib.ConfigError names its own), its value
-// and why. errors.Is matches Err, the sentinel of its class (ErrConfig,
-// ErrNoInterface, ErrQueueID, ErrUnboundQueues, ErrFrameSize), and Cause
-// when the refusal came from below (a namespace path that does not open).
-type ConfigError struct {
-	Field  string // "NRxd", "QueueIDs", "NetNS", "UMEMConfig.FrameSize", …
-	Value  any
-	Reason string
-	Err    error // the sentinel
-	Cause  error // from another package, or nil
-}
+// iflib.ConfigError, goiflib's one invalid-argument type, with Pkg
+// "afxdp": which field (Go-named), its value and why. errors.Is matches
+// ErrConfig (iflib.ErrInvalid) and Err: the sentinel of its kind
+// (ErrNoInterface, ErrQueueID, ErrUnboundQueues, ErrFrameSize) or the
+// cause from below (a namespace path that does not open).
+type ConfigError = iflib.ConfigError
 
-func (e *ConfigError) Error() string {
-	s := fmt.Sprintf("%v: %s = %v: %s", e.Err, e.Field, e.Value, e.Reason)
-	if e.Cause != nil {
-		s += ": " + e.Cause.Error()
-	}
-	return s
-}
-
-// Unwrap gives errors.Is and errors.As the sentinel and the cause.
-func (e *ConfigError) Unwrap() []error {
-	if e.Cause != nil {
-		return []error{e.Err, e.Cause}
-	}
-	return []error{e.Err}
-}
-
-// cfgErr is a *ConfigError of class err.
+// cfgErr is a *ConfigError of kind err (ErrConfig: no kind beyond it).
 func cfgErr(err error, field string, v any, format string, args ...any) error {
-	return &ConfigError{Field: field, Value: v, Reason: fmt.Sprintf(format, args...), Err: err}
+	if err == ErrConfig {
+		err = nil
+	}
+	return &ConfigError{Pkg: "afxdp", Field: field, Value: v, Reason: fmt.Sprintf(format, args...), Err: err}
 }
 
 // Sentinel errors. Cold paths wrap them with detail (test with errors.Is);
@@ -71,8 +55,9 @@ var (
 	// ErrZeroCopy: XDP_ZEROCOPY was required but the driver of the
 	// interface has no zero-copy support (EOPNOTSUPP from bind).
 	ErrZeroCopy = errors.New("afxdp: zero-copy not supported by the interface's driver")
-	// ErrConfig: an invalid Config field (ring sizes, modes).
-	ErrConfig = errors.New("afxdp: invalid configuration")
+	// ErrConfig: an invalid Config field (ring sizes, modes): iflib.ErrInvalid
+	// (the same value), matched by every *ConfigError.
+	ErrConfig = iflib.ErrInvalid
 	// ErrClosed: the UMEM was closed (Attach on it, a second Close).
 	ErrClosed = errors.New("afxdp: UMEM closed")
 	// ErrBusy: the UMEM still backs an attached driver.

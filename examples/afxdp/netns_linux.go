@@ -25,7 +25,7 @@ func openNetNS(path string) (netNS, error) {
 	}
 	h, err := netns.GetFromPath(path)
 	if err != nil {
-		return netNS{h: netns.None()}, &ConfigError{Field: "NetNS", Value: path, Reason: "cannot open the network namespace", Err: ErrConfig, Cause: err}
+		return netNS{h: netns.None()}, &ConfigError{Pkg: "afxdp", Field: "NetNS", Value: path, Reason: "cannot open the network namespace", Err: err}
 	}
 	return netNS{h: h}, nil
 }

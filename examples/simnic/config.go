@@ -1,12 +1,12 @@
 package simnic
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/iflib"
 )
 
 // Config describes one simulated NIC. The zero value works: every zero
@@ -162,26 +162,14 @@ const (
 	minFrame      = 60 // ETHER_MIN_LEN without the FCS
 )
 
-// ErrConfig is matched (errors.Is) by every *ConfigError.
-var ErrConfig = errors.New("simnic: invalid configuration")
+// ErrConfig is iflib.ErrInvalid (the same value), matched (errors.Is) by
+// every *ConfigError.
+var ErrConfig = iflib.ErrInvalid
 
-// ConfigError reports an invalid Config field.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	where := "Config." + e.Field
-	if e.Field != "" && e.Field[0] >= 'a' && e.Field[0] <= 'z' {
-		where = e.Field // not a Config field: an argument (queue, space, ntxqsets, ...)
-	}
-	return fmt.Sprintf("simnic: invalid %s = %v: %s", where, e.Value, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrConfig) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+// ConfigError reports an invalid Config field ("Config.NTxd") or argument
+// ("queue", "mtu"): iflib.ConfigError, goiflib's one invalid-argument type,
+// with Pkg "simnic".
+type ConfigError = iflib.ConfigError
 
 // defaults fills the zero fields. It does not validate.
 func (c *Config) defaults() {
@@ -226,7 +214,7 @@ func (c *Config) defaults() {
 // validate checks a Config after defaults.
 func (c *Config) validate() error {
 	bad := func(field string, v any, reason string) error {
-		return &ConfigError{Field: field, Value: v, Reason: reason}
+		return &ConfigError{Pkg: "simnic", Field: "Config." + field, Value: v, Reason: reason}
 	}
 	rate := func(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 	switch {

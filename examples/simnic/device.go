@@ -168,14 +168,14 @@ type endpointBox struct{ e Endpoint }
 // An invalid cfg is a *ConfigError (errors.Is ErrConfig). The link is up.
 func New(space busdma.Space, cfg Config) (*NIC, error) {
 	if space == nil {
-		return nil, &ConfigError{Field: "space", Value: nil, Reason: "nil address space"}
+		return nil, &ConfigError{Pkg: "simnic", Field: "space", Value: nil, Reason: "nil address space"}
 	}
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Schedule != nil && !cfg.Schedule.bind(cfg.Queues) {
-		return nil, &ConfigError{Field: "Schedule", Value: cfg.Schedule.seed, Reason: "already used by another NIC"}
+		return nil, &ConfigError{Pkg: "simnic", Field: "Config.Schedule", Value: cfg.Schedule.seed, Reason: "already used by another NIC"}
 	}
 	bus, err := busdma.NewDevice(space, busdma.DeviceConfig{Name: fmt.Sprintf("%s%d", cfg.Name, cfg.Unit), Checker: cfg.Checker})
 	if err != nil {
@@ -359,7 +359,7 @@ type QueueStats struct {
 // does not have.
 func (n *NIC) QueueStats(q int) (QueueStats, error) {
 	if q < 0 || q >= len(n.txq) {
-		return QueueStats{}, &ConfigError{Field: "queue", Value: q, Reason: "no such queue"}
+		return QueueStats{}, &ConfigError{Pkg: "simnic", Field: "queue", Value: q, Reason: "no such queue"}
 	}
 	t, r := &n.txq[q], &n.rxq[q]
 	return QueueStats{TxProcessed: t.processedA.Load(), TxPackets: t.sentA.Load(), TxDropped: t.droppedA.Load(), RxWritten: r.written.Load()}, nil

@@ -75,7 +75,7 @@ type DriverStats struct {
 // have.
 func (d *Driver) QueueStats(q int) (DriverStats, error) {
 	if q < 0 || q >= len(d.tx) {
-		return DriverStats{}, &ConfigError{Field: "queue", Value: q, Reason: "no such queue"}
+		return DriverStats{}, &ConfigError{Pkg: "simnic", Field: "queue", Value: q, Reason: "no such queue"}
 	}
 	return DriverStats{TxEncapped: d.tx[q].encappedA.Load(), TxAbandoned: d.tx[q].abandonedA.Load()}, nil
 }
@@ -221,7 +221,7 @@ func (n *NIC) AttachWith(a iflib.Attachment, wrap func(d *Driver, sh *iflib.Shar
 	if wrap != nil {
 		if a.Driver = wrap(d, a.Shared); a.Driver == nil {
 			n.release(d)
-			return nil, &ConfigError{Field: "wrap", Value: nil, Reason: "returned no iflib.Device"}
+			return nil, &ConfigError{Pkg: "simnic", Field: "wrap", Value: nil, Reason: "returned no iflib.Device"}
 		}
 	}
 	a.Bus = n.bus
@@ -321,11 +321,11 @@ func (d *Driver) RxQueuesAlloc(rings []iflib.RingMem, nrxqs, nrxqsets int) error
 func (d *Driver) checkQueueSets(qsField, setsField string, rings []iflib.RingMem, nqs, nsets int) error {
 	switch {
 	case nqs != 1:
-		return &ConfigError{Field: qsField, Value: nqs, Reason: "rings per queue set, want 1"}
+		return &ConfigError{Pkg: "simnic", Field: qsField, Value: nqs, Reason: "rings per queue set, want 1"}
 	case nsets < 1 || nsets > d.nic.cfg.Queues:
-		return &ConfigError{Field: setsField, Value: nsets, Reason: fmt.Sprintf("want 1..%d (Config.Queues)", d.nic.cfg.Queues)}
+		return &ConfigError{Pkg: "simnic", Field: setsField, Value: nsets, Reason: fmt.Sprintf("want 1..%d (Config.Queues)", d.nic.cfg.Queues)}
 	case len(rings) != nsets:
-		return &ConfigError{Field: setsField, Value: nsets, Reason: fmt.Sprintf("%d rings given", len(rings))}
+		return &ConfigError{Pkg: "simnic", Field: setsField, Value: nsets, Reason: fmt.Sprintf("%d rings given", len(rings))}
 	}
 	return nil
 }

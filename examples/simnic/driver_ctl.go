@@ -99,7 +99,7 @@ func (d *Driver) phyControlFor(m iflib.Media) (PHYControl, error) {
 		}
 		return ctl, nil
 	}
-	return PHYControl{}, &ConfigError{Field: "media", Value: m, Reason: fmt.Sprintf("not a medium of this PHY (%v)", d.nic.cfg.Abilities)}
+	return PHYControl{}, &ConfigError{Pkg: "simnic", Field: "media", Value: m, Reason: fmt.Sprintf("not a medium of this PHY (%v)", d.nic.cfg.Abilities)}
 }
 
 // attachCtl is AttachPre's control part: the address the EEPROM holds
@@ -224,7 +224,7 @@ func (d *Driver) writeRSS(ic *iflib.Context) error {
 func (d *Driver) MTUSet(ic *iflib.Context, mtu int) (int, error) {
 	frame := mtu + 14 + 4
 	if mtu < 1 || frame > d.nic.cfg.MaxFrame {
-		return 0, &ConfigError{Field: "mtu", Value: mtu, Reason: fmt.Sprintf("want 1..%d (Config.MaxFrame %d − 18)", d.nic.cfg.MaxFrame-18, d.nic.cfg.MaxFrame)}
+		return 0, &ConfigError{Pkg: "simnic", Field: "mtu", Value: mtu, Reason: fmt.Sprintf("want 1..%d (Config.MaxFrame %d − 18)", d.nic.cfg.MaxFrame-18, d.nic.cfg.MaxFrame)}
 	}
 	return frame, nil
 }

@@ -152,7 +152,7 @@ func rarAddr(w uint64) [6]byte {
 // *ConfigError).
 func (n *NIC) SetRxControl(c RxControl) error {
 	if c&^rctlKnown != 0 {
-		return &ConfigError{Field: "rctl", Value: c, Reason: "bits the device does not implement"}
+		return &ConfigError{Pkg: "simnic", Field: "rctl", Value: c, Reason: "bits the device does not implement"}
 	}
 	n.filt.rctl.Store(uint32(c))
 	return nil
@@ -166,7 +166,7 @@ func (n *NIC) RxControl() RxControl { return RxControl(n.filt.rctl.Load()) }
 // *ConfigError.
 func (n *NIC) SetRAR(i int, addr [6]byte, valid bool) error {
 	if i < 0 || i >= NumRAR {
-		return &ConfigError{Field: "rar", Value: i, Reason: fmt.Sprintf("want 0..%d", NumRAR-1)}
+		return &ConfigError{Pkg: "simnic", Field: "rar", Value: i, Reason: fmt.Sprintf("want 0..%d", NumRAR-1)}
 	}
 	n.filt.rar[i].Store(rarWord(addr, valid))
 	return nil
@@ -220,7 +220,7 @@ func VFTATable(vids []uint16) ([VFTASize]uint32, error) {
 	var t [VFTASize]uint32
 	for _, v := range vids {
 		if v > MaxVLANID {
-			return t, &ConfigError{Field: "vid", Value: v, Reason: fmt.Sprintf("want 0..%d", MaxVLANID)}
+			return t, &ConfigError{Pkg: "simnic", Field: "vid", Value: v, Reason: fmt.Sprintf("want 0..%d", MaxVLANID)}
 		}
 		t[v>>5] |= 1 << (v & 31)
 	}
@@ -246,7 +246,7 @@ func (n *NIC) VLANMode() bool { return n.filt.vme.Load() }
 // (TxTooLong).
 func (n *NIC) SetMaxFrame(size int) error {
 	if size < minFrame+4 || size > n.cfg.MaxFrame {
-		return &ConfigError{Field: "maxframe", Value: size, Reason: fmt.Sprintf("want %d..%d (Config.MaxFrame)", minFrame+4, n.cfg.MaxFrame)}
+		return &ConfigError{Pkg: "simnic", Field: "maxframe", Value: size, Reason: fmt.Sprintf("want %d..%d (Config.MaxFrame)", minFrame+4, n.cfg.MaxFrame)}
 	}
 	n.filt.maxFrame.Store(int32(size))
 	return nil

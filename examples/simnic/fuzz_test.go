@@ -560,7 +560,7 @@ func (m *nicModel) step(op int, d *decoder) {
 		m.guard("New", func() { n, err = m.env.NewNIC(cfg) })
 		if err != nil {
 			var ce *simnic.ConfigError
-			if !errors.As(err, &ce) || !errors.Is(err, simnic.ErrConfig) || !configFields[ce.Field] {
+			if !errors.As(err, &ce) || !errors.Is(err, simnic.ErrConfig) || !configFields[strings.TrimPrefix(ce.Field, "Config.")] {
 				m.fail("New: %v: not a *ConfigError naming a Config field", err)
 			}
 			m.logf("  → %v", err)

@@ -155,7 +155,7 @@ func TestConfigDurationsRefused(t *testing.T) {
 	} {
 		_, err := simnic.New(space, cfg)
 		var ce *simnic.ConfigError
-		assert.False(t, !errors.As(err, &ce) || ce.Field != field, "%s: %v, want a *ConfigError for it", field, err)
+		assert.False(t, !errors.As(err, &ce) || ce.Field != "Config."+field, "%s: %v, want a *ConfigError for it", field, err)
 	}
 }
 

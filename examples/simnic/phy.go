@@ -161,13 +161,13 @@ func (n *NIC) SetPHY(ctl PHYControl) error {
 	sp := ctl.Advertise & AbilitySpeeds
 	switch {
 	case ctl.Advertise&^AbilitiesAll != 0:
-		return &ConfigError{Field: "phy", Value: ctl.Advertise, Reason: "unknown abilities"}
+		return &ConfigError{Pkg: "simnic", Field: "phy", Value: ctl.Advertise, Reason: "unknown abilities"}
 	case sp == 0:
-		return &ConfigError{Field: "phy", Value: ctl.Advertise, Reason: "no speed ability"}
+		return &ConfigError{Pkg: "simnic", Field: "phy", Value: ctl.Advertise, Reason: "no speed ability"}
 	case !ctl.Autoneg && bits.OnesCount32(uint32(sp)) != 1:
-		return &ConfigError{Field: "phy", Value: ctl.Advertise, Reason: "a forced mode names exactly one speed ability"}
+		return &ConfigError{Pkg: "simnic", Field: "phy", Value: ctl.Advertise, Reason: "a forced mode names exactly one speed ability"}
 	case ctl.Advertise&^n.cfg.Abilities&AbilitySpeeds != 0:
-		return &ConfigError{Field: "phy", Value: ctl.Advertise, Reason: fmt.Sprintf("beyond the PHY's abilities %v", n.cfg.Abilities)}
+		return &ConfigError{Pkg: "simnic", Field: "phy", Value: ctl.Advertise, Reason: fmt.Sprintf("beyond the PHY's abilities %v", n.cfg.Abilities)}
 	}
 	n.linkMu.Lock()
 	n.phyCtl = ctl

@@ -120,11 +120,11 @@ func (r *rssRegs) hash(in []byte) uint32 {
 // to that entry modulo the queues in use.
 func (n *NIC) SetRSS(key [RSSKeySize]byte, reta [RETASize]uint8, fields RSSField) error {
 	if fields&^rssFieldKnown != 0 {
-		return &ConfigError{Field: "mrqc", Value: fields, Reason: "hash fields the device does not implement"}
+		return &ConfigError{Pkg: "simnic", Field: "mrqc", Value: fields, Reason: "hash fields the device does not implement"}
 	}
 	for i, q := range reta {
 		if int(q) >= n.cfg.Queues {
-			return &ConfigError{Field: "reta", Value: fmt.Sprintf("[%d]=%d", i, q), Reason: fmt.Sprintf("want a queue 0..%d", n.cfg.Queues-1)}
+			return &ConfigError{Pkg: "simnic", Field: "reta", Value: fmt.Sprintf("[%d]=%d", i, q), Reason: fmt.Sprintf("want a queue 0..%d", n.cfg.Queues-1)}
 		}
 	}
 	n.rss.Store(newRSSRegs(key, reta, fields))
