@@ -48,42 +48,33 @@ func BenchmarkXDPForward(b *testing.B) {
 
 func benchForward(b *testing.B, fw string, mode XDPMode) {
 	fx, err := newFwdFixture(64)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer fx.close()
 	var opts ForwardOptions
-	if err := opts.resolve(); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, opts.resolve())
 	fwd, err := fx.start(fw, mode, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer func() {
-		if err := fwd.close(); err != nil {
-			b.Error(err)
-		}
+		assert.NoError(b, fwd.close())
 	}()
 	time.Sleep(200 * time.Millisecond) // warm-up
 	c0, err := fx.sinkCount()
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	m0 := fx.mark(fwd)
 	b.ResetTimer()
 	t0 := time.Now()
 	deadline := t0.Add(time.Duration(b.N)*10*time.Microsecond + 10*time.Second)
 	var c uint64
 	for {
+		// No testify call per poll: the timer runs.
 		if c, err = fx.sinkCount(); err != nil {
-			b.Fatal(err)
+			require.NoError(b, err)
 		}
 		if c-c0 >= uint64(b.N) {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("forwarded %d of %d frames", c-c0, b.N)
+			require.FailNow(b, fmt.Sprintf("forwarded %d of %d frames", c-c0, b.N))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

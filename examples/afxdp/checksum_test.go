@@ -206,23 +206,18 @@ func FuzzCompleteChecksum(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		c := bytes.Clone(frame)
 		if !CompleteChecksum(c) {
-			if !bytes.Equal(c, frame) {
-				t.Fatal("changed a frame it reported unchanged")
-			}
+			require.Equal(t, frame, c, "changed a frame it reported unchanged")
 			return
 		}
-		if !l4Candidate(frame) {
-			t.Fatal("completed a frame l4Candidate rules out (multi-buffer frames would miss it)")
-		}
+		require.True(t, l4Candidate(frame), "completed a frame l4Candidate rules out (multi-buffer frames would miss it)")
 		diff := 0
 		for i := range c {
 			if c[i] != frame[i] {
 				diff++
 			}
 		}
-		if diff > 2 || !verifies(c) {
-			t.Fatalf("completed frame: %d bytes changed, verifies %v", diff, verifies(c))
-		}
+		require.LessOrEqual(t, diff, 2, "completed frame: %d bytes changed, verifies %v", diff, verifies(c))
+		require.True(t, verifies(c), "completed frame: %d bytes changed, verifies %v", diff, verifies(c))
 	})
 }
 

@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func needAFXDP(t testing.TB) {
 		if errors.Is(err, ErrUnavailable) {
 			t.Skipf("AF_XDP cannot run here: %v", err)
 		}
-		t.Fatalf("probing AF_XDP: %v", err)
+		require.FailNow(t, fmt.Sprintf("probing AF_XDP: %v", err))
 	}
 }
 

@@ -216,7 +216,7 @@ func (p *tcpPath) transfer(t *testing.T, d time.Duration, n int64) (moved int64,
 		require.NoError(t, r.err)
 		require.Equal(t, sent, r.n, "bytes received")
 	case <-time.After(20 * time.Second):
-		t.Fatalf("the server never saw the end of the stream (drivers %+v / %+v)", p.a.Stats(), p.b.Stats())
+		require.FailNow(t, fmt.Sprintf("the server never saw the end of the stream (drivers %+v / %+v)", p.a.Stats(), p.b.Stats()))
 	}
 	out1, re1 := tcpCounters(t, p.client)
 	return sent, out1 - out0, re1 - re0

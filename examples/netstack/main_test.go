@@ -60,7 +60,7 @@ func start(t *testing.T, args ...string) (out *syncBuf, stop func() error) {
 	case err := <-done:
 		cancel()
 		require.NoError(t, err, out.String())
-		t.Fatal("the command ended early:\n" + out.String())
+		require.FailNow(t, "the command ended early:\n"+out.String())
 	default:
 	}
 	return out, func() error {

@@ -50,9 +50,7 @@ func TestChartsRender(t *testing.T) {
 func rsvg(t *testing.T) string {
 	p, err := exec.LookPath("rsvg-convert")
 	if err != nil {
-		if os.Getenv("SEEDS_REQUIRE_RSVG") != "" {
-			t.Fatalf("rsvg-convert not found and SEEDS_REQUIRE_RSVG is set: %v", err)
-		}
+		require.Empty(t, os.Getenv("SEEDS_REQUIRE_RSVG"), "rsvg-convert not found and SEEDS_REQUIRE_RSVG is set: %v", err)
 		t.Skip("rsvg-convert (librsvg2-bin) not installed; .ci/run installs it")
 	}
 	return p

@@ -176,9 +176,8 @@ func TestTxAllocs(t *testing.T) {
 	var l stack.PacketBufferList
 	l.PushBack(pkt)
 	allocs := testing.AllocsPerRun(2000, func() {
-		if _, err := ep.WritePackets(l); err != nil {
-			t.Fatal(err)
-		}
+		_, err := ep.WritePackets(l)
+		require.Nil(t, err, "WritePackets: %v", err)
 	})
 	assert.Zero(t, allocs)
 }
