@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Issue 20's lifecycle class (docs/edges.md): the IFDI and if_txrx methods
@@ -224,7 +225,7 @@ func TestLifecycleFromEveryOtherDriverMethod(t *testing.T) {
 				// such a reset is done, send it again.
 				resets := f.ctx.Resets()
 				if f.ctx.Running() && f.rx(make([]byte, 300)) {
-					eventually(t, "the frame taken", func() bool {
+					testutil.Eventually(t, "the frame taken", func() bool {
 						st, err := f.ctx.RxQueueStats(0)
 						if err == nil && st.IPackets >= 1 || !f.ctx.Running() {
 							return true
@@ -300,22 +301,15 @@ func TestTxWatchdogLinkDownNotReset(t *testing.T) {
 			f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode, TimerInterval: 20 * time.Millisecond}})
 			z := f.zone(iflib.MCLBytes, 256)
 			require.NoError(t, f.ctx.Init())
-			f.mu.Lock()
-			f.hold = true
-			f.mu.Unlock()
-			for i := 0; i < 5; i++ {
-				require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
-			}
+			f.hangTx(t, z, 5)
 			f.ctx.LinkStateChange(iflib.LinkStateDown, 0)
 			time.Sleep(300 * time.Millisecond) // 15 periods, 4 would reset
 			require.Zero(t, f.ctx.WatchdogEvents(), "a queue was reset with the link down")
 			f.ctx.LinkStateChange(iflib.LinkStateUp, 1e9)
 			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 9))) // new work on the frozen queue: arms
-			eventually(t, "the watchdog once the link is up", func() bool { return f.ctx.WatchdogEvents() >= 1 })
-			f.mu.Lock()
-			f.hold = false
-			f.mu.Unlock()
-			eventually(t, "running again", f.ctx.Running)
+			testutil.Eventually(t, "the watchdog once the link is up", func() bool { return f.ctx.WatchdogEvents() >= 1 })
+			f.setHold(false)
+			testutil.Eventually(t, "running again", f.ctx.Running)
 			f.close(z)
 		})
 	}

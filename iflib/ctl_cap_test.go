@@ -10,6 +10,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // ipv4UDP returns a 60-byte IPv4/UDP frame (ethertype 0x0800) or, with v6,
@@ -87,7 +88,7 @@ func TestSetCapEnable(t *testing.T) {
 	// RX: IPv4 keeps its results (RXCSUM on), IPv6 loses them.
 	require.True(t, f.rx(ipFrame(false)))
 	require.True(t, f.rx(ipFrame(true)))
-	eventually(t, "two frames", func() bool { return c.count() == 2 })
+	testutil.Eventually(t, "two frames", func() bool { return c.count() == 2 })
 	assert.NotZero(t, got[0].CsumFlags)
 	assert.Zero(t, got[1].CsumFlags)
 	assert.Zero(t, got[1].CsumData)
@@ -143,7 +144,7 @@ func TestSetRSS(t *testing.T) {
 	assert.Equal(t, byte(0x42), f.ctx.RSS().Key[0])
 	assert.Equal(t, uint32(iflib.RSSHashTCPIPv4), sysctl(t, f.ctx, "rss_hash_types"))
 	require.True(t, f.rx(frame(300, 1)))
-	eventually(t, "a frame", func() bool { return c.count() == 1 })
+	testutil.Eventually(t, "a frame", func() bool { return c.count() == 1 })
 	assert.Equal(t, uint32(0xdeadbeef), got[0].FlowID)
 	assert.Equal(t, iflib.HashRSSTCPv4, got[0].HashType)
 	require.NoError(t, f.ctx.Stop())
@@ -168,7 +169,7 @@ func TestTxQueueFromHash(t *testing.T) {
 		}
 		require.NoError(t, r.Ctx.Transmit(p))
 	}
-	eventually(t, "every queue's packets", func() bool {
+	testutil.Eventually(t, "every queue's packets", func() bool {
 		for q := 0; q < n; q++ {
 			st, err := r.Ctx.TxQueueStats(q)
 			require.NoError(t, err)

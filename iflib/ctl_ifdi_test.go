@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // ctlFake is the fake with every optional control-plane IFDI method; it
@@ -265,7 +266,7 @@ func TestRequestResetFromDriver(t *testing.T) {
 	require.NoError(t, f.ctx.Init())
 	d.inMulti = func(ic *iflib.Context) { ic.RequestReset() }
 	require.NoError(t, f.ctx.AddMulti(iflib.EtherAddr{1, 0, 0, 0, 0, 1}))
-	eventually(t, "the reset", func() bool { return f.ctx.Resets() == 1 })
+	testutil.Eventually(t, "the reset", func() bool { return f.ctx.Resets() == 1 })
 	assert.True(t, f.ctx.Running())
 	assert.Equal(t, 2, d.initCount())
 	require.NoError(t, f.ctx.Stop())
@@ -314,7 +315,7 @@ func TestLinkIntrEnable(t *testing.T) {
 	assert.Zero(t, d.n.Load(), "stopped")
 	require.NoError(t, f.ctx.Init())
 	f.ctx.AdminIntr()
-	eventually(t, "IFDI_LINK_INTR_ENABLE", func() bool { return d.n.Load() >= 1 })
+	testutil.Eventually(t, "IFDI_LINK_INTR_ENABLE", func() bool { return d.n.Load() >= 1 })
 	require.NoError(t, f.ctx.Stop())
 	f.close()
 }
@@ -326,16 +327,16 @@ func TestTxBacklogIgnoresSentinels(t *testing.T) {
 	f := newFake(t, fakeOpts{cfg: iflib.Config{TimerInterval: time.Millisecond}})
 	f.noLink = true
 	require.NoError(t, f.ctx.Init())
-	eventually(t, "timer periods", func() bool { return txStats(t, f.ctx).TaskRuns > 20 })
+	testutil.Eventually(t, "timer periods", func() bool { return txStats(t, f.ctx).TaskRuns > 20 })
 	assert.Zero(t, f.ctx.TxBacklog(0))
 	f.ctx.LinkStateChange(iflib.LinkStateUp, 1e9)
 	z := f.zone(iflib.MCLBytes, 8)
 	require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 1)))
-	eventually(t, "sent", func() bool { return len(f.sent()) == 1 })
+	testutil.Eventually(t, "sent", func() bool { return len(f.sent()) == 1 })
 	// Idle: the one descriptor reclaim leaves (below its threshold), and
 	// no sentinel, however many periods pass.
 	runs := txStats(t, f.ctx).TaskRuns
-	eventually(t, "more periods", func() bool { return txStats(t, f.ctx).TaskRuns > runs+20 })
+	testutil.Eventually(t, "more periods", func() bool { return txStats(t, f.ctx).TaskRuns > runs+20 })
 	assert.LessOrEqual(t, f.ctx.TxBacklog(0), 1)
 	require.NoError(t, f.ctx.Stop())
 	f.close(z)

@@ -2,7 +2,6 @@ package iflib_test
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // mtuFake is the fake with IFDI_MTU_SET: frames of the MTU plus 18 bytes,
@@ -79,7 +79,7 @@ func TestSetMTU(t *testing.T) {
 	require.NoError(t, f.ctx.Init())
 	jumbo := frame(9014, 7)
 	require.True(t, f.rx(jumbo))
-	eventually(t, "the jumbo frame", func() bool { return c.count() == 1 })
+	testutil.Eventually(t, "the jumbo frame", func() bool { return c.count() == 1 })
 	c.mu.Lock()
 	assert.Equal(t, jumbo, c.frames[0])
 	c.mu.Unlock()
@@ -97,7 +97,7 @@ func TestSetMTU(t *testing.T) {
 	c.hold = true
 	c.mu.Unlock()
 	require.True(t, f.rx(frame(5000, 8)))
-	eventually(t, "held", func() bool { return c.count() == 2 })
+	testutil.Eventually(t, "held", func() bool { return c.count() == 2 })
 	require.NoError(t, f.ctx.SetMTU(1500))
 	assert.True(t, f.ctx.Running())
 	assert.Equal(t, iflib.MCLBytes, f.ctx.RxBufSize(0))
@@ -111,7 +111,7 @@ func TestSetMTU(t *testing.T) {
 	assert.Equal(t, iflib.MJumPageSize, held[0].ClusterSize())
 	held[0].Free()
 	require.True(t, f.rx(frame(1514, 9)))
-	eventually(t, "a frame after the change", func() bool { return c.count() == 3 })
+	testutil.Eventually(t, "a frame after the change", func() bool { return c.count() == 3 })
 	assert.Equal(t, []int{9000, 9300, 1500}, d.sets)
 	require.NoError(t, f.ctx.Stop())
 	f.close()
@@ -124,7 +124,7 @@ func TestSetMTURetiredZoneLeak(t *testing.T) {
 	f, _ := newMTUFake(t, fakeOpts{input: c.input})
 	require.NoError(t, f.ctx.Init())
 	require.True(t, f.rx(frame(1000, 1)))
-	eventually(t, "held", func() bool { return c.count() == 1 })
+	testutil.Eventually(t, "held", func() bool { return c.count() == 1 })
 	require.NoError(t, f.ctx.SetMTU(4000))
 	require.NoError(t, f.ctx.Stop())
 	err := f.ctx.Detach()
@@ -152,58 +152,23 @@ func TestSetMTUUnderTraffic(t *testing.T) {
 	z := f.zone(iflib.MCLBytes, 512)
 	require.NoError(t, f.ctx.Init())
 	const senders, each = 3, 400
-	var handed atomic.Uint64
+	var handed, rxOK atomic.Uint64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for s := 0; s < senders; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := z.NewCache()
-			defer c.Flush()
-			for i := 0; i < each; i++ {
-				p, err := c.Get()
-				if err != nil {
-					continue
-				}
-				p.SetLen(300)
-				p.Hdr.Len = 300
-				handed.Add(1)
-				_ = f.ctx.Transmit(p)
-			}
-		}()
-	}
-	var rxOK atomic.Uint64
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if f.rx(frame([]int{100, 1400, 3000}[i%3], byte(i))) {
-				rxOK.Add(1)
-			} else {
-				runtime.Gosched() // no buffer posted (stopped, or the ring is full)
-			}
-		}
-	}()
+	txSenders(&wg, f.ctx, z, senders, each, 300, stop, &handed, nil)
+	rxPump(&wg, stop, func(i int) bool { return f.rx(frame([]int{100, 1400, 3000}[i%3], byte(i))) }, &rxOK)
 	for i := 0; i < 6; i++ {
 		// Traffic between the changes, whatever the scheduler does.
 		n := rxOK.Load()
-		eventually(t, "frames received", func() bool { return rxOK.Load() >= n+5 })
+		testutil.Eventually(t, "frames received", func() bool { return rxOK.Load() >= n+5 })
 		require.NoError(t, f.ctx.SetMTU([]int{9000, 1500}[i%2]))
 		require.True(t, f.ctx.Running())
 	}
 	close(stop)
 	wg.Wait()
 	require.NoError(t, f.ctx.Stop())
-	tx := txStats(t, f.ctx)
-	rx := rxStats(t, f.ctx)
-	require.Equal(t, handed.Load(), uint64(len(f.sent()))+tx.OQDrops+tx.OErrors+tx.StopDiscards, "%+v", tx)
-	require.Equal(t, rxOK.Load(), delivered.Load()+rx.StopDiscards+rx.IErrors, "%+v", rx)
+	requireTxLedger(t, f.ctx, handed.Load(), f.onRing(t))
+	requireRxLedger(t, f.ctx, rxOK.Load(), delivered.Load())
 	assert.GreaterOrEqual(t, rxOK.Load(), uint64(30))
 	f.close(z)
 }

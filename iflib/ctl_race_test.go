@@ -83,30 +83,7 @@ func TestCtlRacesLifecycle(t *testing.T) {
 	var handed atomic.Uint64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	for s := 0; s < 2; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := z.NewCache()
-			defer c.Flush()
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				p, err := c.Get()
-				if err != nil {
-					time.Sleep(10 * time.Microsecond)
-					continue
-				}
-				p.SetLen(200)
-				p.Hdr.Len = 200
-				handed.Add(1)
-				_ = ic.Transmit(p)
-			}
-		}()
-	}
+	txSenders(&wg, ic, z, 2, -1, 200, done, &handed, nil)
 	wg.Add(1)
 	go func() { // the lifecycle
 		defer wg.Done()
@@ -167,8 +144,7 @@ func TestCtlRacesLifecycle(t *testing.T) {
 	wg.Wait()
 	err := <-detached
 	check("Detach", err)
-	st := txStats(t, ic)
-	require.Equal(t, handed.Load(), uint64(len(f.sent()))+st.OQDrops+st.OErrors+st.StopDiscards, "%+v", st)
+	requireTxLedger(t, ic, handed.Load(), f.onRing(t))
 	require.Equal(t, z.Size(), z.Available())
 	require.NoError(t, f.bus.Close())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // The control-plane types print as ifconfig does and carry FreeBSD's bits.
@@ -115,7 +116,7 @@ func TestRxFragOffset(t *testing.T) {
 	for _, fr := range want {
 		require.True(t, f.rx(fr))
 	}
-	eventually(t, "frames", func() bool { return c.count() == len(want) })
+	testutil.Eventually(t, "frames", func() bool { return c.count() == len(want) })
 	c.mu.Lock()
 	for i := range want {
 		assert.Equal(t, want[i], c.frames[i], "frame %d", i)
@@ -124,8 +125,8 @@ func TestRxFragOffset(t *testing.T) {
 	lie.Store(true)
 	before := rxStats(t, f.ctx)
 	require.True(t, f.rx(frame(200, 4)))
-	eventually(t, "the lie counted", func() bool { return rxStats(t, f.ctx).IErrors > before.IErrors })
-	eventually(t, "the reset", func() bool { return f.ctx.Resets() > 0 })
+	testutil.Eventually(t, "the lie counted", func() bool { return rxStats(t, f.ctx).IErrors > before.IErrors })
+	testutil.Eventually(t, "the reset", func() bool { return f.ctx.Resets() > 0 })
 	lie.Store(false)
 	require.NoError(t, f.ctx.Stop())
 	f.close()
@@ -166,12 +167,12 @@ func TestSubscribeLink(t *testing.T) {
 	assert.NotContains(t, err.Error(), "has not reported")
 	assert.Contains(t, err.Error(), "no carrier")
 	want := []iflib.LinkEvent{{State: iflib.LinkStateUp, Baudrate: 1e9}, {State: iflib.LinkStateUp, Baudrate: 1e8}, {State: iflib.LinkStateDown}}
-	eventually(t, "three events", func() bool { return len(events()) == 3 })
+	testutil.Eventually(t, "three events", func() bool { return len(events()) == 3 })
 	assert.Equal(t, want, events())
 	cancel()
 	cancel()
 	f.ctx.LinkStateChange(iflib.LinkStateUp, 1e9)
-	eventually(t, "the second subscriber", func() bool {
+	testutil.Eventually(t, "the second subscriber", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got2) == 4

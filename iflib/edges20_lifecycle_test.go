@@ -13,6 +13,7 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Regression tests for issue 20 §2 items 1 and 2 (lifecycle and sysctl
@@ -174,13 +175,9 @@ func TestStopNeverFreesWhatASenderHolds(t *testing.T) {
 				for i := 0; i < 5; i++ {
 					require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
 				}
-				eventually(t, "5 frames", func() bool { return len(f.sent()) == 5 })
-				f.mu.Lock()
-				f.hold = true // the next packets stay on the ring: Stop must free them
-				f.mu.Unlock()
-				for i := 0; i < 3; i++ {
-					require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
-				}
+				testutil.Eventually(t, "5 frames", func() bool { return len(f.sent()) == 5 })
+				// The next packets stay on the ring: Stop must free them.
+				f.hangTx(t, z, 3)
 				// Let the TX task (woken by the first frames' completions) go
 				// idle, so that the sender below is the consumer that encaps
 				// its own packet (mpring: the producer of an idle ring).
@@ -226,7 +223,7 @@ func TestStopNeverFreesWhatASenderHolds(t *testing.T) {
 					f.hold, f.encapHook = false, nil
 					f.mu.Unlock()
 					require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 7)))
-					eventually(t, "a frame after the restart", func() bool { return len(f.sent()) >= 6 })
+					testutil.Eventually(t, "a frame after the restart", func() bool { return len(f.sent()) >= 6 })
 					require.NoError(t, f.ctx.Stop())
 				case "detach":
 					require.ErrorIs(t, f.ctx.Detach(), iflib.ErrDeferred)
@@ -247,13 +244,11 @@ func TestStopNeverFreesWhatASenderHolds(t *testing.T) {
 					require.NotErrorIs(t, sendErr, iflib.ErrUseAfterFree)
 				}
 				// Every packet: sent, or counted once as dropped or discarded.
-				st := txStats(t, f.ctx)
 				handed := uint64(5 + 3 + 1 + 1)
 				if then == "init" {
 					handed++
 				}
-				require.Equal(t, handed, uint64(len(f.sent()))+st.OQDrops+st.OErrors+st.StopDiscards,
-					"sent %d, stats %+v", len(f.sent()), st)
+				requireTxLedger(t, f.ctx, handed, f.onRing(t))
 				require.Equal(t, z.Size(), z.Available(), "every packet came back to the zone")
 				if then == "init" {
 					f.close()

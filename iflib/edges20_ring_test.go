@@ -12,6 +12,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Issue 20 §2 item 8: every place iflib clears a descriptor ring the
@@ -57,7 +58,7 @@ func TestRingClearsUnderLateWriteBack(t *testing.T) {
 			id := uint32(0)
 			for round := 0; round < 12; round++ {
 				require.NoError(t, ctx.Init())
-				eventually(t, "the link", func() bool { return ctx.LinkState() == iflib.LinkStateUp })
+				testutil.Eventually(t, "the link", func() bool { return ctx.LinkState() == iflib.LinkStateUp })
 				for i := 0; i < 40; i++ {
 					p, err := z.Get()
 					if err != nil {

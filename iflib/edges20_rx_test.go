@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Regression tests for issue 20 §2 item 7 (every RX frame boundary), the
@@ -30,7 +31,7 @@ func TestRxBufSizeTakesPageSize(t *testing.T) {
 		require.NoError(t, f.ctx.Init())
 		require.Equal(t, iflib.MJumPageSize, f.rxBuf, "RxdUpdate.BufSize")
 		require.True(t, f.rx(frame(9018, 5)))
-		eventually(t, "the jumbo frame", func() bool { return c.count() == 1 })
+		testutil.Eventually(t, "the jumbo frame", func() bool { return c.count() == 1 })
 		require.Equal(t, frame(9018, 5), c.frames[0])
 		f.close()
 	}
@@ -53,7 +54,7 @@ func TestRxFrameBoundaries(t *testing.T) {
 		fr := frame(n, byte(n))
 		want = append(want, fr)
 		require.True(t, f.rx(fr), "frame of %d bytes", n)
-		eventually(t, "the frame", func() bool { return c.count() == len(want) })
+		testutil.Eventually(t, "the frame", func() bool { return c.count() == len(want) })
 	}
 	for i := range want {
 		require.True(t, bytes.Equal(want[i], c.frames[i]), "frame %d (%d bytes) differs", i, len(want[i]))
@@ -96,21 +97,21 @@ func TestRxFilterSeesWholeFrame(t *testing.T) {
 	for _, n := range sizes {
 		require.True(t, f.rx(frame(n, byte(n))))
 	}
-	eventually(t, "every frame filtered", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == len(sizes) })
+	testutil.Eventually(t, "every frame filtered", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == len(sizes) })
 	for i, n := range sizes {
 		require.True(t, bytes.Equal(frame(n, byte(n)), seen[i]), "the filter saw %d of %d bytes (frame %d)", len(seen[i]), n, i)
 	}
-	eventually(t, "the passed frames", func() bool { return c.count() == 6 })
+	testutil.Eventually(t, "the passed frames", func() bool { return c.count() == 6 })
 	// The RX task publishes a pass's counters after it hands the pass's
 	// frames up: wait for them rather than read them beside the delivery.
-	eventually(t, "three frames filtered", func() bool { return rxStats(t, f.ctx).Filtered == 3 })
+	testutil.Eventually(t, "three frames filtered", func() bool { return rxStats(t, f.ctx).Filtered == 3 })
 	loads := rxStats(t, f.ctx).MapLoads
 	// The dropped clusters were reposted by their bus address, not reloaded:
 	// receive again and count the loads.
 	for _, n := range sizes {
 		require.True(t, f.rx(frame(n, byte(n))))
 	}
-	eventually(t, "the second round", func() bool { return c.count() == 12 && rxStats(t, f.ctx).Filtered == 6 })
+	testutil.Eventually(t, "the second round", func() bool { return c.count() == 12 && rxStats(t, f.ctx).Filtered == 6 })
 	require.Less(t, rxStats(t, f.ctx).MapLoads-loads, uint64(len(sizes)*3), "filtered clusters were reloaded")
 	f.close()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Regression tests for issue 20 §2 item 5 (the TX watchdog resets healthy
@@ -36,7 +37,7 @@ func TestTxWatchdogIdleQueueNotReset(t *testing.T) {
 					for i := 0; i < 9; i++ {
 						sendRetry(t, r, simnictest.FrameSpec{Seq: uint32(burst*9 + i), Len: 100})
 					}
-					eventually(t, "the burst on the wire", func() bool { return rec.Len() == (burst+1)*9 })
+					testutil.Eventually(t, "the burst on the wire", func() bool { return rec.Len() == (burst+1)*9 })
 					time.Sleep(60 * time.Millisecond) // 12 periods idle: 3 × TxWatchdogPeriods
 				}
 				require.Zero(t, r.Ctx.WatchdogEvents(), "an idle queue was reset")
@@ -112,7 +113,7 @@ func TestTxWatchdogQuietDeferredWriteBackNotReset(t *testing.T) {
 					for i := 0; i < 2; i++ {
 						sendRetry(t, r, simnictest.FrameSpec{Seq: uint32(i), Len: 100})
 					}
-					eventually(t, "two completions harvested", func() bool {
+					testutil.Eventually(t, "two completions harvested", func() bool {
 						v, _ := r.Ctx.SysctlValue("dev.simnic.0.iflib.txq0.txq_processed")
 						return v.(uint64) >= 2
 					})
@@ -120,7 +121,7 @@ func TestTxWatchdogQuietDeferredWriteBackNotReset(t *testing.T) {
 					if r.Driver.Stats().TimerPeriods != k0 {
 						return false
 					}
-					eventually(t, "the third frame on the wire", func() bool { return rec.Len() == 3 })
+					testutil.Eventually(t, "the third frame on the wire", func() bool { return rec.Len() == 3 })
 					time.Sleep(15 * iv) // its completion held back for 40 periods
 					v, _ := r.Ctx.SysctlValue("dev.simnic.0.iflib.txq0.txq_processed")
 					require.EqualValues(t, 2, v, "the third completion was written back early: the test shows nothing")
@@ -144,19 +145,17 @@ func TestTxWatchdogQuietTailHeldBackNotReset(t *testing.T) {
 				f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode, NoTxBatch: true, TimerInterval: iv, TxWatchdogPeriods: 4}})
 				z := f.zone(iflib.MCLBytes, 64)
 				require.NoError(t, f.ctx.Init())
-				f.mu.Lock()
-				f.hold = true
-				f.mu.Unlock()
+				f.setHold(true)
 				k0 := f.timerPeriods.Load()
 				for i := 0; i < 4; i++ {
 					require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
 				}
-				eventually(t, "four packets on the ring", func() bool { return f.ctx.TxBacklog(0) == 4 })
+				testutil.Eventually(t, "four packets on the ring", func() bool { return f.ctx.TxBacklog(0) == 4 })
 				// A busy machine may let the watchdog count its periods (and
 				// reset the queue, rightly) before the report: then the
 				// premise failed and the reset proves nothing.
 				done := f.complete(2)
-				eventually(t, "two completions harvested (or a reset)", func() bool {
+				testutil.Eventually(t, "two completions harvested (or a reset)", func() bool {
 					v, _ := f.ctx.SysctlValue("dev.fake.0.iflib.txq0.txq_processed")
 					return v.(uint64) >= 2 || f.ctx.WatchdogEvents() > 0
 				})
@@ -166,9 +165,7 @@ func TestTxWatchdogQuietTailHeldBackNotReset(t *testing.T) {
 					time.Sleep(20 * iv)
 					require.Zero(t, f.ctx.WatchdogEvents(), "a quiet queue whose device holds back its tail was reset")
 				}
-				f.mu.Lock()
-				f.hold = false
-				f.mu.Unlock()
+				f.setHold(false)
 				f.complete(-1)
 				f.close(z)
 				return premise
@@ -201,9 +198,7 @@ func TestTxWatchdogSuppressedByPauseFrames(t *testing.T) {
 				wrap: func(f *fakeNIC) iflib.Device { return &pauseDev{fakeNIC: f, pausing: pausing.Load} }})
 			z := f.zone(iflib.MCLBytes, 256)
 			require.NoError(t, f.ctx.Init())
-			f.mu.Lock()
-			f.hold = true
-			f.mu.Unlock()
+			f.setHold(true)
 			for i := 0; i < 5; i++ {
 				require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
 				time.Sleep(3 * time.Millisecond) // new work across periods: armed if not paused
@@ -212,11 +207,9 @@ func TestTxWatchdogSuppressedByPauseFrames(t *testing.T) {
 			require.Zero(t, f.ctx.WatchdogEvents(), "a paused queue was reset")
 			pausing.Store(false)
 			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 9))) // new work while frozen: arms
-			eventually(t, "the watchdog once the pause ended", func() bool { return f.ctx.WatchdogEvents() >= 1 })
-			f.mu.Lock()
-			f.hold = false
-			f.mu.Unlock()
-			eventually(t, "running again", f.ctx.Running)
+			testutil.Eventually(t, "the watchdog once the pause ended", func() bool { return f.ctx.WatchdogEvents() >= 1 })
+			f.setHold(false)
+			testutil.Eventually(t, "running again", f.ctx.Running)
 			f.close(z)
 		})
 	}
@@ -231,17 +224,13 @@ func TestTxWatchdogHungFullRingReset(t *testing.T) {
 			f := newFake(t, fakeOpts{ntxd: 64, cfg: iflib.Config{TxMode: mode, TimerInterval: 20 * time.Millisecond}})
 			z := f.zone(iflib.MCLBytes, 256)
 			require.NoError(t, f.ctx.Init())
-			f.mu.Lock()
-			f.hold = true
-			f.mu.Unlock()
+			f.setHold(true)
 			for i := 0; i < 80; i++ { // more than the ring holds, within one period
 				_ = f.ctx.Transmit(pkt(t, z, 100, byte(i)))
 			}
-			eventually(t, "a watchdog reset", func() bool { return f.ctx.WatchdogEvents() >= 1 })
-			f.mu.Lock()
-			f.hold = false
-			f.mu.Unlock()
-			eventually(t, "running again", f.ctx.Running)
+			testutil.Eventually(t, "a watchdog reset", func() bool { return f.ctx.WatchdogEvents() >= 1 })
+			f.setHold(false)
+			testutil.Eventually(t, "running again", f.ctx.Running)
 			f.close(z)
 		})
 	}
@@ -268,8 +257,8 @@ func TestTSOCountedPerSegment(t *testing.T) {
 			r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 256, NRxd: 64, Offload: true},
 				Config: iflib.Config{TxMode: mode}, Peer: rec})
 			require.NoError(t, r.Ctx.Transmit(tsoPacket(t, r, 1, 1554, 500, 1)))
-			eventually(t, "three segments on the wire", func() bool { return rec.Len() == 3 })
-			eventually(t, "the counters", func() bool { return r.Ctx.Counter(iflib.IfCounterOPackets) == 3 })
+			testutil.Eventually(t, "three segments on the wire", func() bool { return rec.Len() == 3 })
+			testutil.Eventually(t, "the counters", func() bool { return r.Ctx.Counter(iflib.IfCounterOPackets) == 3 })
 			require.EqualValues(t, 1662, r.Ctx.Counter(iflib.IfCounterOBytes))
 			n := 0
 			for _, f := range rec.Frames() {
@@ -292,7 +281,7 @@ func TestSimpleModesDoNotAskTheDriverSelector(t *testing.T) {
 				Config: iflib.Config{TxMode: mode}, Peer: rec,
 				TxQueueSelect: func(*iflib.Packet) int { asked.Add(1); return 0 }})
 			sendRetry(t, r, simnictest.FrameSpec{Len: 100})
-			eventually(t, "the frame", func() bool { return rec.Len() == 1 })
+			testutil.Eventually(t, "the frame", func() bool { return rec.Len() == 1 })
 			want := 1
 			if mode == iflib.TxModeMPRing {
 				want = 0
@@ -300,7 +289,7 @@ func TestSimpleModesDoNotAskTheDriverSelector(t *testing.T) {
 			} else {
 				require.Zero(t, asked.Load(), "the driver's selector was asked in %s mode", mode)
 			}
-			eventually(t, "the counter", func() bool {
+			testutil.Eventually(t, "the counter", func() bool {
 				st, err := r.Ctx.TxQueueStats(want)
 				require.NoError(t, err)
 				return st.OPackets == 1
@@ -327,7 +316,7 @@ func TestTransmitUnparsableOffloadHeader(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 			}
-			eventually(t, "oerrors", func() bool { return f.ctx.Counter(iflib.IfCounterOErrors) == 1 })
+			testutil.Eventually(t, "oerrors", func() bool { return f.ctx.Counter(iflib.IfCounterOErrors) == 1 })
 			f.close(z)
 		})
 	}
@@ -364,7 +353,7 @@ func TestReclaimWaitsForAPacketsLastDescriptor(t *testing.T) {
 					m = tsoPacket(t, r, uint32(i), 54+12*900, mss, 12)
 				}
 			}
-			eventually(t, "every segment on the wire", func() bool { return rec.Len() == want })
+			testutil.Eventually(t, "every segment on the wire", func() bool { return rec.Len() == want })
 			require.Empty(t, r.Checker.Reports(), "the device read buffers iflib had unmapped")
 			require.Zero(t, r.NIC.Stats().TxDMAFaults)
 		})
@@ -393,12 +382,8 @@ func TestDropsCountedWhereFreeBSDCountsNothing(t *testing.T) {
 		f := newFake(t, fakeOpts{ntxd: 64, cfg: iflib.Config{TimerInterval: time.Hour}})
 		z := f.zone(iflib.MCLBytes, 128)
 		require.NoError(t, f.ctx.Init())
-		f.mu.Lock()
-		f.hold = true // nothing completes: the descriptor ring fills, the rest waits in the mp_ring
-		f.mu.Unlock()
-		for i := 0; i < 80; i++ {
-			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
-		}
+		// nothing completes: the descriptor ring fills, the rest waits in the mp_ring
+		f.hangTx(t, z, 80)
 		require.Greater(t, f.ctx.TxBacklog(0), 62, "packets wait in the mp_ring")
 		require.NoError(t, f.ctx.Stop())
 		st := txStats(t, f.ctx)
@@ -414,7 +399,7 @@ func TestDropsCountedWhereFreeBSDCountsNothing(t *testing.T) {
 		f.encapHook = func(*iflib.PktInfo) error { return errFakeNotDone }
 		f.mu.Unlock()
 		require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 1)), "mpring mode queues; the drain's error is counted")
-		eventually(t, "oerrors", func() bool { return f.ctx.Counter(iflib.IfCounterOErrors) == 1 })
+		testutil.Eventually(t, "oerrors", func() bool { return f.ctx.Counter(iflib.IfCounterOErrors) == 1 })
 		f.close(z)
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Issue 20 §2 item 3: a closed Zone (and every ZoneCache in front of it)
@@ -106,7 +107,7 @@ func TestDetachedZoneReturnsMemoryAfterForwarding(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		require.True(t, a.rx(frame(300, byte(i))))
 	}
-	eventually(t, "the frames forwarded", func() bool { return forwarded.Load() == 10 })
+	testutil.Eventually(t, "the frames forwarded", func() bool { return forwarded.Load() == 10 })
 	before := space.Allocated()
 	err = a.ctx.Detach()
 	require.ErrorIs(t, err, iflib.ErrLeak, "B still holds A's packets")

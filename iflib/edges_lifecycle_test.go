@@ -14,6 +14,7 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Regression tests for the lifecycle edges (issue 11 items 1–10).
@@ -66,7 +67,7 @@ func TestInitRacingDetach(t *testing.T) {
 		require.ErrorIs(t, f.ctx.Stop(), iflib.ErrDetached)
 		require.NoError(t, f.bus.Close())
 	}
-	eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	testutil.Eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 // Item 3: Transmit, Counter, the sysctl tree and expvar during Detach are
@@ -79,7 +80,7 @@ func TestReadersDuringAndAfterDetach(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
 	}
-	eventually(t, "10 frames sent", func() bool { return len(f.sent()) == 10 })
+	testutil.Eventually(t, "10 frames sent", func() bool { return len(f.sent()) == 10 })
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var sendErrs atomic.Uint64
@@ -164,7 +165,7 @@ func TestLifecycleFromCallbacks(t *testing.T) {
 			f = newFake(t, o)
 			require.NoError(t, f.ctx.Init())
 			require.True(t, f.rx(make([]byte, 300)))
-			eventually(t, "the callback to run", func() bool { return got.Load() != nil })
+			testutil.Eventually(t, "the callback to run", func() bool { return got.Load() != nil })
 			require.ErrorIs(t, got.Load().(error), iflib.ErrDeferred)
 			if tc.detach {
 				select {
@@ -176,7 +177,7 @@ func TestLifecycleFromCallbacks(t *testing.T) {
 				require.NoError(t, f.bus.Close())
 				return
 			}
-			eventually(t, "the deferred Stop", func() bool { return !f.ctx.Running() })
+			testutil.Eventually(t, "the deferred Stop", func() bool { return !f.ctx.Running() })
 			require.NoError(t, f.ctx.Init(), "the context restarts after a deferred Stop")
 			f.close()
 		})
@@ -209,7 +210,7 @@ func TestStopDRBRHungDevice(t *testing.T) {
 			}
 		}()
 	}
-	eventually(t, "senders to block on the full ring", func() bool {
+	testutil.Eventually(t, "senders to block on the full ring", func() bool {
 		st, _ := f.ctx.TxQueueStats(0)
 		return st.DrainNoDesc > 0 && ok.Load()+failed.Load() < senders*each
 	})
@@ -239,24 +240,17 @@ func TestTxWatchdogResetsHungQueue(t *testing.T) {
 			f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode, TimerInterval: 2 * time.Millisecond}})
 			z := f.zone(iflib.MCLBytes, 256)
 			require.NoError(t, f.ctx.Init())
-			f.mu.Lock()
-			f.hold = true
-			f.mu.Unlock()
 			// Several packets, so that a completion report was requested
 			// (a tail without one is never reported and is not "hung").
-			for i := 0; i < 5; i++ {
-				require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
-			}
-			eventually(t, "a watchdog reset", func() bool { return f.ctx.WatchdogEvents() >= 1 && f.ctx.Resets() >= 1 })
+			f.hangTx(t, z, 5)
+			testutil.Eventually(t, "a watchdog reset", func() bool { return f.ctx.WatchdogEvents() >= 1 && f.ctx.Resets() >= 1 })
 			st, _ := f.ctx.TxQueueStats(0)
 			require.GreaterOrEqual(t, st.WatchdogTimeouts, uint64(1))
-			f.mu.Lock()
-			f.hold = false
-			f.mu.Unlock()
-			eventually(t, "running again", f.ctx.Running)
-			eventually(t, "link up again", func() bool { return f.ctx.LinkState() == iflib.LinkStateUp })
+			f.setHold(false)
+			testutil.Eventually(t, "running again", f.ctx.Running)
+			testutil.Eventually(t, "link up again", func() bool { return f.ctx.LinkState() == iflib.LinkStateUp })
 			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 2)))
-			eventually(t, "a frame after the reset", func() bool { return len(f.sent()) >= 1 })
+			testutil.Eventually(t, "a frame after the reset", func() bool { return len(f.sent()) >= 1 })
 			f.close(z)
 		})
 	}
@@ -272,7 +266,7 @@ func TestTxLostInterruptRecovered(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
 	}
-	eventually(t, "reclaim without interrupts", func() bool {
+	testutil.Eventually(t, "reclaim without interrupts", func() bool {
 		st, _ := f.ctx.TxQueueStats(0)
 		return st.Reclaimed >= 40
 	})
@@ -292,7 +286,7 @@ func TestStopCountsUntakenRxFrames(t *testing.T) {
 	}})
 	require.NoError(t, f.ctx.Init())
 	require.True(t, f.rx(make([]byte, 500)))
-	eventually(t, "one frame taken", func() bool { return got.Load() == 1 })
+	testutil.Eventually(t, "one frame taken", func() bool { return got.Load() == 1 })
 	// Now the device writes frames but raises no interrupt: nobody takes them.
 	f.mu.Lock()
 	f.noRxIntr = true
@@ -350,7 +344,7 @@ func TestDetachReportsPacketsHeldByStack(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		require.True(t, f.rx(make([]byte, 1000)))
 	}
-	eventually(t, "5 packets up", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 5 })
+	testutil.Eventually(t, "5 packets up", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 5 })
 	err := f.ctx.Detach()
 	require.ErrorIs(t, err, iflib.ErrLeak)
 	var le *iflib.LeakError

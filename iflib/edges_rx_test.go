@@ -13,6 +13,7 @@ import (
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Regression tests for the receive path (issue 11 items 17–20, issue 17
@@ -93,15 +94,15 @@ func TestRxDuplicateSlotIsDriverError(t *testing.T) {
 	bad.Store(true)
 	require.True(t, f.rx(frame(3000, 9))) // two buffers
 	f.ctx.RxIntr(0)
-	eventually(t, "a reset", func() bool { return f.ctx.Resets() >= 1 })
+	testutil.Eventually(t, "a reset", func() bool { return f.ctx.Resets() >= 1 })
 	require.Equal(t, 3, c.count(), "the good packets before the bad one are delivered")
 	require.GreaterOrEqual(t, rxStats(t, f.ctx).IErrors, uint64(1))
 	f.mu.Lock()
 	f.noRxIntr = false
 	f.mu.Unlock()
-	eventually(t, "running after the reset", f.ctx.Running)
+	testutil.Eventually(t, "running after the reset", f.ctx.Running)
 	require.True(t, f.rx(frame(300, 5)))
-	eventually(t, "a frame after the reset", func() bool { return c.count() == 4 })
+	testutil.Eventually(t, "a frame after the reset", func() bool { return c.count() == 4 })
 	f.close()
 }
 
@@ -117,13 +118,13 @@ func TestRxPadConvention(t *testing.T) {
 	for _, w := range want {
 		require.True(t, f.rx(w))
 	}
-	eventually(t, "4 frames", func() bool { return c.count() == 4 })
+	testutil.Eventually(t, "4 frames", func() bool { return c.count() == 4 })
 	for i, w := range want {
 		require.True(t, bytes.Equal(w, c.frames[i]), "frame %d differs", i)
 	}
 	// The counters are published at the end of the rxeof pass that
 	// delivered the frames.
-	eventually(t, "ibytes published", func() bool { return rxStats(t, f.ctx).IPackets == 4 })
+	testutil.Eventually(t, "ibytes published", func() bool { return rxStats(t, f.ctx).IPackets == 4 })
 	st := rxStats(t, f.ctx)
 	require.Zero(t, st.IErrors)
 	require.Zero(t, f.ctx.Resets())
@@ -149,12 +150,12 @@ func TestRxZeroLengthAndDiscard(t *testing.T) {
 	require.NoError(t, f.ctx.Init())
 	mode.Store(1)
 	require.True(t, f.rx(frame(100, 1)))
-	eventually(t, "zero-length counted", func() bool { return rxStats(t, f.ctx).IErrors == 1 })
+	testutil.Eventually(t, "zero-length counted", func() bool { return rxStats(t, f.ctx).IErrors == 1 })
 	mode.Store(2)
 	require.True(t, f.rx(frame(1000, 2)))
-	eventually(t, "discard counted", func() bool { return rxStats(t, f.ctx).Discards == 1 })
+	testutil.Eventually(t, "discard counted", func() bool { return rxStats(t, f.ctx).Discards == 1 })
 	require.True(t, f.rx(frame(1000, 3)))
-	eventually(t, "a good frame", func() bool { return c.count() == 1 && rxStats(t, f.ctx).IPackets == 1 })
+	testutil.Eventually(t, "a good frame", func() bool { return c.count() == 1 && rxStats(t, f.ctx).IPackets == 1 })
 	st := rxStats(t, f.ctx)
 	require.Equal(t, uint64(2), st.IErrors)
 	require.Equal(t, uint64(1), st.IPackets)
@@ -171,7 +172,7 @@ func TestRxBufSizeRounding(t *testing.T) {
 	require.Equal(t, iflib.MCLBytes, f.ctx.Softc().RxdBufSize[0])
 	require.NoError(t, f.ctx.Init())
 	require.True(t, f.rx(frame(1500, 7)))
-	eventually(t, "a 1500-byte frame with 16-byte buffers asked", func() bool { return c.count() == 1 })
+	testutil.Eventually(t, "a 1500-byte frame with 16-byte buffers asked", func() bool { return c.count() == 1 })
 	f.close()
 
 	f = newFake(t, fakeOpts{rxBuf: 3000})
@@ -204,7 +205,7 @@ func TestFreeListDrainToEmptyAndRefill(t *testing.T) {
 			v, _ := f.ctx.SysctlValue("dev.fake.0.iflib.rxq0.rxq_fl0.credits")
 			return v.(int64)
 		}
-		eventually(t, "the free list drained to zero credits", func() bool {
+		testutil.Eventually(t, "the free list drained to zero credits", func() bool {
 			for send() {
 			}
 			return rxStats(t, f.ctx).AllocFails > 0 && c.count() == sent && credits() == 0
@@ -212,8 +213,8 @@ func TestFreeListDrainToEmptyAndRefill(t *testing.T) {
 		c.release()
 		// The watchdog retries the refill; then traffic flows again.
 		for i := 0; i < 3*nrxd; i++ {
-			eventually(t, "a posted buffer", send)
-			eventually(t, "frame delivered", func() bool { return c.count() == sent })
+			testutil.Eventually(t, "a posted buffer", send)
+			testutil.Eventually(t, "frame delivered", func() bool { return c.count() == sent })
 		}
 		require.Zero(t, f.ctx.Resets(), "nrxd %d: spurious reset", nrxd)
 		st := rxStats(t, f.ctx)
@@ -239,9 +240,9 @@ func TestJumboClustersOnScatteredMemory(t *testing.T) {
 		f := newFake(t, fakeOpts{space: space, rxBuf: size, nrxd: 64, input: c.input, cfg: iflib.Config{RxZoneSize: 256}})
 		require.NoError(t, f.ctx.Init())
 		for i := 0; i < 300; i++ {
-			eventually(t, "a posted buffer", func() bool { return f.rx(frame(8000, byte(i))) })
+			testutil.Eventually(t, "a posted buffer", func() bool { return f.rx(frame(8000, byte(i))) })
 		}
-		eventually(t, "300 jumbo frames", func() bool { return c.count() == 300 })
+		testutil.Eventually(t, "300 jumbo frames", func() bool { return c.count() == 300 })
 		require.Zero(t, rxStats(t, f.ctx).LoadFails)
 		f.close()
 	}
@@ -269,13 +270,13 @@ func TestRxRefillBackoff(t *testing.T) {
 	require.NoError(t, f.ctx.Init())
 	for f.rx(frame(1000, 1)) {
 	}
-	eventually(t, "the zone dry", func() bool { return rxStats(t, f.ctx).AllocFails > 0 })
+	testutil.Eventually(t, "the zone dry", func() bool { return rxStats(t, f.ctx).AllocFails > 0 })
 	w0 := rxStats(t, f.ctx).Watchdogs
 	time.Sleep(300 * time.Millisecond)
 	w1 := rxStats(t, f.ctx).Watchdogs
 	require.Less(t, w1-w0, uint64(30), "a failing refill retried every millisecond")
 	c.release()
-	eventually(t, "refilled", func() bool { return f.rx(frame(1000, 2)) })
+	testutil.Eventually(t, "refilled", func() bool { return f.rx(frame(1000, 2)) })
 	f.close()
 }
 
@@ -329,7 +330,7 @@ func TestFreeListInvariantsRandom(t *testing.T) {
 		}
 		// Small frames are copied into a fresh packet: with the zone dry
 		// they are dropped and counted (iqdrops).
-		eventually(t, "every frame delivered or counted", func() bool {
+		testutil.Eventually(t, "every frame delivered or counted", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return uint64(got)+rxStats(t, ctx).IQDrops == uint64(sent)
@@ -357,11 +358,11 @@ func TestInputReadyHoldsRxBack(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		require.True(t, f.rx(frame(300, byte(i))))
 	}
-	eventually(t, "held passes", func() bool { return rxStats(t, f.ctx).Held >= 3 })
+	testutil.Eventually(t, "held passes", func() bool { return rxStats(t, f.ctx).Held >= 3 })
 	require.Zero(t, c.count(), "nothing received while held back")
 	require.Zero(t, rxStats(t, f.ctx).IPackets)
 	ready.Store(true)
-	eventually(t, "20 frames", func() bool { return c.count() == 20 })
+	testutil.Eventually(t, "20 frames", func() bool { return c.count() == 20 })
 	for i, b := range c.frames {
 		require.Equal(t, frame(300, byte(i)), b)
 	}

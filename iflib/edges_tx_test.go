@@ -10,6 +10,7 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Regression tests for the transmit path (issue 11 items 11–16 and
@@ -67,7 +68,7 @@ func TestDefragAfterCollapseFailsAndNoDescriptors(t *testing.T) {
 			if mode == iflib.TxModeSimple {
 				onRing = 60
 			}
-			eventually(t, "the ring full", func() bool { return txStats(t, f.ctx).OPackets == onRing })
+			testutil.Eventually(t, "the ring full", func() bool { return txStats(t, f.ctx).OPackets == onRing })
 			m, want := chain(t, z, 5, 1500)
 			err := f.ctx.Transmit(m)
 			if mode == iflib.TxModeSimple {
@@ -78,7 +79,7 @@ func TestDefragAfterCollapseFailsAndNoDescriptors(t *testing.T) {
 			f.setHold(false)
 			f.complete(-1)
 			if mode != iflib.TxModeSimple {
-				eventually(t, "the defragmented chain on the wire", func() bool { return len(f.sent()) == 61 })
+				testutil.Eventually(t, "the defragmented chain on the wire", func() bool { return len(f.sent()) == 61 })
 				require.True(t, bytes.Equal(want, f.sent()[60]), "defragmented frame differs")
 				require.GreaterOrEqual(t, txStats(t, f.ctx).MbufDefrag, uint64(1))
 			}
@@ -96,7 +97,7 @@ func TestCollapseFailureFallsThroughToDefrag(t *testing.T) {
 	require.NoError(t, f.ctx.Init())
 	m, want := chain(t, z, 5, 1500)
 	require.NoError(t, f.ctx.Transmit(m))
-	eventually(t, "the frame", func() bool { return len(f.sent()) == 1 })
+	testutil.Eventually(t, "the frame", func() bool { return len(f.sent()) == 1 })
 	require.Equal(t, want, f.sent()[0])
 	st := txStats(t, f.ctx)
 	require.Equal(t, uint64(1), st.MbufDefrag)
@@ -122,7 +123,7 @@ func TestDriverEFBIGRetryKeepsFlags(t *testing.T) {
 	require.NoError(t, f.ctx.Init())
 	m, want := chain(t, z, 3, 100)
 	require.NoError(t, f.ctx.Transmit(m))
-	eventually(t, "the frame", func() bool { return len(f.sent()) == 1 })
+	testutil.Eventually(t, "the frame", func() bool { return len(f.sent()) == 1 })
 	require.Equal(t, want, f.sent()[0])
 	require.Equal(t, 2, calls)
 	require.NotZero(t, flags[1]&iflib.IPITxIntr, "IPI_TX_INTR lost on the retry")
@@ -151,8 +152,8 @@ func TestNoDescriptorLeftBehindDoorbell(t *testing.T) {
 			for i := 0; i < 100; i++ {
 				require.NoError(t, f.ctx.Transmit(pkt(t, z, 60, byte(i))))
 			}
-			eventually(t, "100 encapsulated", func() bool { return txStats(t, f.ctx).OPackets == 100 })
-			eventually(t, "every descriptor behind the doorbell", func() bool {
+			testutil.Eventually(t, "100 encapsulated", func() bool { return txStats(t, f.ctx).OPackets == 100 })
+			testutil.Eventually(t, "every descriptor behind the doorbell", func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
 				return f.txTail == 100
@@ -257,7 +258,7 @@ func TestTxdEncapImpossibleIndexRefused(t *testing.T) {
 	f.encapDone = nil
 	m, want := chain(t, z, 2, 300)
 	require.NoError(t, f.ctx.Transmit(m))
-	eventually(t, "a frame after the lies", func() bool { return len(f.sent()) == 1 })
+	testutil.Eventually(t, "a frame after the lies", func() bool { return len(f.sent()) == 1 })
 	require.Equal(t, want, f.sent()[0])
 	f.close(z)
 }
@@ -271,7 +272,7 @@ func TestEtherPad(t *testing.T) {
 	require.NoError(t, f.ctx.Init())
 	roomy := f.zone(128, 4)
 	require.NoError(t, f.ctx.Transmit(pkt(t, roomy, 20, 1)))
-	eventually(t, "padded frame", func() bool { return len(f.sent()) == 1 })
+	testutil.Eventually(t, "padded frame", func() bool { return len(f.sent()) == 1 })
 	require.Len(t, f.sent()[0], 60)
 	require.Equal(t, make([]byte, 40), f.sent()[0][20:], "pad is zeros")
 
@@ -305,7 +306,7 @@ func TestOwnDropReportedEveryMode(t *testing.T) {
 			}
 			require.NoError(t, f.ctx.Init())
 			// The link coming up kicks the TX task once; let that pass end.
-			eventually(t, "the TX task's first pass", func() bool { return txStats(t, f.ctx).TaskRuns >= 1 })
+			testutil.Eventually(t, "the TX task's first pass", func() bool { return txStats(t, f.ctx).TaskRuns >= 1 })
 			time.Sleep(20 * time.Millisecond)
 			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 1)))
 			err := f.ctx.Transmit(pkt(t, z, 77, 2))
@@ -315,7 +316,7 @@ func TestOwnDropReportedEveryMode(t *testing.T) {
 				require.ErrorIs(t, err, errDriver)
 			}
 			require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, 3)))
-			eventually(t, "two frames", func() bool { return len(f.sent()) == 2 })
+			testutil.Eventually(t, "two frames", func() bool { return len(f.sent()) == 2 })
 			require.NoError(t, f.ctx.Stop())
 			require.Equal(t, uint64(1), txStats(t, f.ctx).OErrors)
 			f.close(z)
@@ -338,7 +339,7 @@ func TestOneDoorbellPerDrainPass(t *testing.T) {
 		n, err := f.ctx.TransmitBatch(batch)
 		require.NoError(t, err)
 		require.Equal(t, 16, n)
-		eventually(t, "the batch sent", func() bool { return len(f.sent()) == 16*(b+1) })
+		testutil.Eventually(t, "the batch sent", func() bool { return len(f.sent()) == 16*(b+1) })
 	}
 	require.Equal(t, uint64(20), txStats(t, f.ctx).Doorbells)
 	f.close(z)

@@ -441,16 +441,6 @@ func pkt(t testing.TB, z *iflib.Zone, n int, tag byte) *iflib.Packet {
 	return p
 }
 
-// eventually polls cond for up to 10 s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 // takeClientReports returns the checker's reports of misuse found by iflib
 // (KindClient) and clears the checker, so that a test that commits the
 // misuse on purpose can assert the report and still end clean.

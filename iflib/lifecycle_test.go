@@ -14,6 +14,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // env is one simnic attached to iflib through the shared rig
@@ -112,7 +113,7 @@ func TestTransmitBadInputAndLifecycle(t *testing.T) {
 	bad.Hdr.Len = 5000
 	require.ErrorIs(t, e.ctx.Transmit(bad), iflib.ErrBadLength)
 	require.NoError(t, e.ctx.Transmit(e.pkt(100)))
-	eventually(t, "good packet on the wire", func() bool { return e.sink.Frames() == 1 })
+	testutil.Eventually(t, "good packet on the wire", func() bool { return e.sink.Frames() == 1 })
 	require.NoError(t, e.ctx.Stop())
 	require.ErrorIs(t, e.ctx.Transmit(e.pkt(100)), iflib.ErrNotRunning)
 	require.Equal(t, uint64(1), e.ctx.Counter(iflib.IfCounterOPackets))
@@ -135,7 +136,7 @@ func TestDefragWhenTooManySegments(t *testing.T) {
 	require.NoError(t, e.ctx.Init())
 	head, want := chain(t, e.zone, 12, 100) // 12 buffers: more than 4 segments
 	require.NoError(t, e.ctx.Transmit(head))
-	eventually(t, "frame on the wire", func() bool { return e.sink.Frames() == 1 })
+	testutil.Eventually(t, "frame on the wire", func() bool { return e.sink.Frames() == 1 })
 	mu.Lock()
 	require.Equal(t, want, got, "defragged frame differs")
 	mu.Unlock()
@@ -154,35 +155,10 @@ func TestStopWithTrafficInFlight(t *testing.T) {
 			e, err := newEnv(t, simnic.Config{LineRate: 2e9}, iflib.Config{TxMode: mode})
 			require.NoError(t, err)
 			require.NoError(t, e.ctx.Init())
-			var ok, failed atomic.Uint64
+			var handed, ok atomic.Uint64
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
-			for s := 0; s < 8; s++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					c := e.zone.NewCache()
-					defer c.Flush()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						p, err := c.Get()
-						if err != nil {
-							time.Sleep(10 * time.Microsecond)
-							continue
-						}
-						p.SetLen(600)
-						if e.ctx.Transmit(p) == nil {
-							ok.Add(1)
-						} else {
-							failed.Add(1)
-						}
-					}
-				}()
-			}
+			txSenders(&wg, e.ctx, e.zone, 8, -1, 600, stop, &handed, &ok)
 			time.Sleep(30 * time.Millisecond)
 			require.NoError(t, e.ctx.Stop())
 			close(stop)
@@ -192,7 +168,7 @@ func TestStopWithTrafficInFlight(t *testing.T) {
 			// Every transmit: encapsulated (then sent, or discarded by Stop
 			// and counted in stop_discards), or dropped and counted: refused
 			// at the call, or purged from the software ring by Stop.
-			require.Equal(t, ok.Load()+failed.Load(), st.OPackets+st.OQDrops+st.OErrors, "every transmit accounted for")
+			require.Equal(t, handed.Load(), st.OPackets+st.OQDrops+st.OErrors, "every transmit accounted for")
 			require.LessOrEqual(t, e.sink.Frames()+st.StopDiscards, st.OPackets+st.StopDiscards)
 			require.GreaterOrEqual(t, e.sink.Frames()+st.StopDiscards, st.OPackets, "encapsulated packets neither sent nor counted")
 			e.done() // the rig checks zones, maps and goroutines

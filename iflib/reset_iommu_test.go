@@ -11,6 +11,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Issue 11 item 7: after a reset caused by an RX device error, with the
@@ -51,13 +52,13 @@ func TestRxResetUnderIOMMUNoStaleDescriptors(t *testing.T) {
 			send := func(n int) {
 				for i := 0; i < n; i++ {
 					f := makeFrame(id, 200+int(id%900))
-					eventually(t, "the NIC to take a frame", func() bool { return nic.Receive(f) })
+					testutil.Eventually(t, "the NIC to take a frame", func() bool { return nic.Receive(f) })
 					id++
 				}
 			}
 			count := func() int { mu.Lock(); defer mu.Unlock(); return good + bad }
 			send(100)
-			eventually(t, "the first frames", func() bool { return count() >= 100 })
+			testutil.Eventually(t, "the first frames", func() bool { return count() >= 100 })
 			for r := 1; r <= 3; r++ {
 				if inject == "length" {
 					nic.InjectRxBadLength()
@@ -65,15 +66,15 @@ func TestRxResetUnderIOMMUNoStaleDescriptors(t *testing.T) {
 					nic.InjectRxBadSlot()
 				}
 				send(1)
-				eventually(t, "a reset", func() bool { return ctx.Resets() >= uint64(r) })
-				eventually(t, "running again", ctx.Running)
+				testutil.Eventually(t, "a reset", func() bool { return ctx.Resets() >= uint64(r) })
+				testutil.Eventually(t, "running again", ctx.Running)
 				send(200)
 			}
 			st, _ := ctx.RxQueueStats(0)
 			// Every frame: delivered, a counted error, discarded by a reset's
 			// stop, or missed at the wire (the FIFO overflows while the queue
 			// resets). Nothing lost, nothing twice.
-			eventually(t, "every frame accounted for", func() bool {
+			testutil.Eventually(t, "every frame accounted for", func() bool {
 				st, _ = ctx.RxQueueStats(0)
 				return uint64(count())+st.IErrors+st.StopDiscards+nic.Stats().RxMissed == uint64(id)
 			})

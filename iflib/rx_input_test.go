@@ -11,6 +11,7 @@ import (
 
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // TestRxPerPacketInput: Config.RxPerPacketInput hands each packet to Input
@@ -53,7 +54,7 @@ func TestRxPerPacketInput(t *testing.T) {
 			require.True(t, f.rx(fr))
 		}
 		f.ctx.RxIntr(0)
-		eventually(t, "every frame delivered", func() bool {
+		testutil.Eventually(t, "every frame delivered", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			k := 0

@@ -18,6 +18,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 	"github.com/goiflib/goiflib/internal/race"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 func TestTransmitEveryModeByteIdentical(t *testing.T) {
@@ -46,7 +47,7 @@ func TestTransmitEveryModeByteIdentical(t *testing.T) {
 					runtime.Gosched()
 				}
 			}
-			eventually(t, "all frames on the wire", func() bool { return rec.Len() >= n })
+			testutil.Eventually(t, "all frames on the wire", func() bool { return rec.Len() >= n })
 			got := rec.Frames()
 			require.Len(t, got, n, "got %d frames, want %d", len(got), n)
 			for i := range want {
@@ -114,10 +115,10 @@ func TestReceiveEveryPacketOnceIntact(t *testing.T) {
 				f := frameOf(tc.sizes[i%len(tc.sizes)], uint32(i))
 				want = append(want, f)
 				for !r.NIC.Receive(f) {
-					eventually(t, "fifo room", func() bool { return true })
+					testutil.Eventually(t, "fifo room", func() bool { return true })
 				}
 			}
-			eventually(t, "all frames received", func() bool { return rec.count() >= n })
+			testutil.Eventually(t, "all frames received", func() bool { return rec.count() >= n })
 			rec.mu.Lock()
 			got := rec.got
 			rec.mu.Unlock()
@@ -136,7 +137,7 @@ func sendFrames(t *testing.T, r *simnictest.Rig, n, size int) [][]byte {
 	for i := 0; i < n; i++ {
 		f := frameOf(size, uint32(i))
 		out = append(out, f)
-		eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
+		testutil.Eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
 	}
 	return out
 }
@@ -152,10 +153,10 @@ func TestIOMMUSmallPacketsReuseVsNoReuse(t *testing.T) {
 			r := simnictest.New(t, simnictest.Options{Env: simnictest.EnvOptions{IOMMU: true}, Input: rec.input, NIC: simnicSmall(), Config: iflib.Config{NoRxReuse: !reuse}})
 			const warm, n = 300, 1200
 			sendFrames(t, r, warm, 64)
-			eventually(t, "warm-up", func() bool { return rec.count() >= warm && rxStats(t, r.Ctx).IPackets >= warm })
+			testutil.Eventually(t, "warm-up", func() bool { return rec.count() >= warm && rxStats(t, r.Ctx).IPackets >= warm })
 			before := rxStats(t, r.Ctx)
 			sendFrames(t, r, n, 64)
-			eventually(t, "all", func() bool { return rec.count() >= warm+n && rxStats(t, r.Ctx).IPackets >= warm+n })
+			testutil.Eventually(t, "all", func() bool { return rec.count() >= warm+n && rxStats(t, r.Ctx).IPackets >= warm+n })
 			after := rxStats(t, r.Ctx)
 			loads := after.MapLoads - before.MapLoads
 			pkts := after.IPackets - before.IPackets
@@ -200,7 +201,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	eventually(t, "zone exhausted", func() bool { return rxStats(t, r.Ctx).AllocFails > 0 })
+	testutil.Eventually(t, "zone exhausted", func() bool { return rxStats(t, r.Ctx).AllocFails > 0 })
 	mu.Lock()
 	hold.Store(false)
 	for _, m := range held {
@@ -208,7 +209,7 @@ func TestRxPoolExhaustionWatchdogRecovers(t *testing.T) {
 	}
 	held = nil
 	mu.Unlock()
-	eventually(t, "every accepted frame delivered", func() bool { return got.Load() == accepted })
+	testutil.Eventually(t, "every accepted frame delivered", func() bool { return got.Load() == accepted })
 	st := rxStats(t, r.Ctx)
 	require.NotZero(t, st.Watchdogs, "the RX watchdog never armed")
 	missed := r.NIC.Stats().RxMissed
@@ -224,19 +225,19 @@ func TestRxBadDescriptorsResetNotCrash(t *testing.T) {
 			rec := &recvRecorder{}
 			r := simnictest.New(t, simnictest.Options{Input: rec.input, NIC: simnicSmall()})
 			sendFrames(t, r, 10, 200)
-			eventually(t, "first frames", func() bool { return rec.count() >= 10 })
+			testutil.Eventually(t, "first frames", func() bool { return rec.count() >= 10 })
 			if inject == "length" {
 				r.NIC.InjectRxBadLength()
 			} else {
 				r.NIC.InjectRxBadSlot()
 			}
 			sendFrames(t, r, 1, 200)
-			eventually(t, "reset", func() bool { return r.Ctx.Resets() >= 1 })
+			testutil.Eventually(t, "reset", func() bool { return r.Ctx.Resets() >= 1 })
 			e := rxStats(t, r.Ctx).IErrors
 			require.NotZero(t, e, "bad descriptor not counted")
 			base := rec.count()
 			sendFrames(t, r, 50, 200)
-			eventually(t, "traffic after the reset", func() bool { return rec.count() >= base+50 })
+			testutil.Eventually(t, "traffic after the reset", func() bool { return rec.count() >= base+50 })
 		})
 	}
 }
@@ -250,23 +251,23 @@ func TestRxFilterDropRecyclesWithoutUnload(t *testing.T) {
 	for i := 0; i < 300; i++ { // warm with frames the filter passes
 		f := frameOf(300, uint32(i))
 		f[59] = 0
-		eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
+		testutil.Eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
 	}
 	// Delivery follows the refill in rxeof: once the stack has every warm
 	// frame, their slots have been reloaded.
-	eventually(t, "warm", func() bool { return rec.count() >= 300 })
+	testutil.Eventually(t, "warm", func() bool { return rec.count() >= 300 })
 	// The device delivers in bursts, and refill reloads the slots the
 	// burst emptied over the next passes: wait until the loads stop.
-	settle(t, "the refills after the warm-up", func() bool { return rxStats(t, r.Ctx).IPackets >= 300 },
+	testutil.Settle(t, "the refills after the warm-up", func() bool { return rxStats(t, r.Ctx).IPackets >= 300 },
 		func() uint64 { return rxStats(t, r.Ctx).MapLoads })
 	before := rxStats(t, r.Ctx)
 	const n = 400
 	for i := 0; i < n; i++ {
 		f := frameOf(300, uint32(i))
 		f[59] = 1 // every frame dropped by the filter
-		eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
+		testutil.Eventually(t, "fifo room", func() bool { return r.NIC.Receive(f) })
 	}
-	eventually(t, "all filtered", func() bool { return rxStats(t, r.Ctx).Filtered-before.Filtered >= n })
+	testutil.Eventually(t, "all filtered", func() bool { return rxStats(t, r.Ctx).Filtered-before.Filtered >= n })
 	after := rxStats(t, r.Ctx)
 	// At most one load: the slot left unused at the end of the warm-up
 	// lost its cluster to the stack and gets a new one when first reposted.
@@ -302,23 +303,4 @@ func TestRxStopWithTrafficInFlight(t *testing.T) {
 	close(stop)
 	<-done
 	require.NotZero(t, rec.count(), "nothing received before stop")
-}
-
-// settle waits until cond holds and then until snapshot stops moving for
-// ten looks in a row (20 ms), or fails after 20 s.
-func settle(t testing.TB, what string, cond func() bool, snapshot func() uint64) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var prev uint64
-	for stable := 0; stable < 10; {
-		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
-		time.Sleep(2 * time.Millisecond)
-		cur := snapshot()
-		if cond() && cur == prev {
-			stable++
-		} else {
-			stable = 0
-		}
-		prev = cur
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // 64 senders on one queue in each mode: every transmit is accounted for
@@ -66,7 +67,7 @@ func TestFanInStressEveryMode(t *testing.T) {
 				}(uint32(s))
 			}
 			wg.Wait()
-			eventually(t, "accepted frames on the wire", func() bool { return e.sink.Frames() >= accepted.Load() })
+			testutil.Eventually(t, "accepted frames on the wire", func() bool { return e.sink.Frames() >= accepted.Load() })
 			got := e.sink.Frames()
 			require.Equal(t, accepted.Load(), got, "wire %d, accepted %d", got, accepted.Load())
 			require.Equal(t, uint64(senders*per), accepted.Load()+refused.Load(), "accepted %d + refused %d != %d", accepted.Load(), refused.Load(), senders*per)
@@ -96,7 +97,7 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 					ok++
 				}
 			}
-			eventually(t, "queue drained", func() bool { return e.sink.Frames() >= ok })
+			testutil.Eventually(t, "queue drained", func() bool { return e.sink.Frames() >= ok })
 			// mpring and drbr check for room before encap (the drain
 			// stalls, the buf_ring head waits); simple finds out in encap.
 			key := "txq_drain_nodesc"
@@ -111,7 +112,7 @@ func TestDescriptorExhaustionAndRecovery(t *testing.T) {
 			require.False(t, mode != iflib.TxModeSimple && drops != 0, "%s dropped %d for lack of descriptors; it must keep them", mode, drops)
 			// Recovery: the queue takes traffic again.
 			require.NoError(t, e.ctx.Transmit(e.pkt(100)))
-			eventually(t, "recovered", func() bool { return e.sink.Frames() == ok+1 })
+			testutil.Eventually(t, "recovered", func() bool { return e.sink.Frames() == ok+1 })
 			e.done()
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // The counter tree uses FreeBSD's names and is published through expvar;
@@ -21,7 +22,7 @@ func TestSysctlExpvarLinkAndPollMode(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		require.NoError(t, e.ctx.Transmit(e.pkt(100)))
 	}
-	eventually(t, "50 frames in poll mode", func() bool { return e.sink.Frames() == 50 })
+	testutil.Eventually(t, "50 frames in poll mode", func() bool { return e.sink.Frames() == 50 })
 
 	for _, name := range []string{
 		"dev.simnic.0.iflib.txq0.r_drops", "dev.simnic.0.iflib.txq0.r_enqueues",
@@ -49,7 +50,7 @@ func TestSysctlExpvarLinkAndPollMode(t *testing.T) {
 	require.ErrorIs(t, err, iflib.ErrNotRunning, "link down is ENETDOWN too")
 	e.ctx.LinkStateChange(iflib.LinkStateUp, 10e9)
 	require.NoError(t, e.ctx.Transmit(e.pkt(100)), "link up again")
-	eventually(t, "frame after link up", func() bool { return e.sink.Frames() == 51 })
+	testutil.Eventually(t, "frame after link up", func() bool { return e.sink.Frames() == 51 })
 	assert.NotEqual(t, "", e.ctx.Placement(), "no placement map")
 	e.done()
 }

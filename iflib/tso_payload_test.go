@@ -8,6 +8,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // TestTSOWithoutPayload: a TSO packet with nothing after its TCP header
@@ -25,8 +26,8 @@ func TestTSOWithoutPayload(t *testing.T) {
 	err := r.Ctx.Transmit(hdrs)
 	require.ErrorIs(t, err, iflib.ErrTSONoPayload)
 	require.ErrorIs(t, err, iflib.ErrBadHeader)
-	eventually(t, "oerrors", func() bool { return r.Ctx.Counter(iflib.IfCounterOErrors) == 1 })
+	testutil.Eventually(t, "oerrors", func() bool { return r.Ctx.Counter(iflib.IfCounterOErrors) == 1 })
 	require.NoError(t, r.Ctx.Transmit(tsoPacket(t, r, 2, 55, 500, 1)))
-	eventually(t, "one frame on the wire", func() bool { return rec.Len() == 1 })
+	testutil.Eventually(t, "one frame on the wire", func() bool { return rec.Len() == 1 })
 	require.Equal(t, 55, len(rec.Frames()[0]))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 func testZone(t *testing.T, n int) *iflib.Zone {
@@ -94,7 +95,7 @@ func TestDRBRSendersWaitForPackets(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, uint64(senders*each), sent.Load())
-	eventually(t, "all on the wire", func() bool {
+	testutil.Eventually(t, "all on the wire", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.nframes == senders*each

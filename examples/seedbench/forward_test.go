@@ -3,7 +3,6 @@ package seedbench
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/goiflib/goiflib/iflib"
 	"github.com/goiflib/goiflib/internal/cputime"
 	"github.com/goiflib/goiflib/internal/race"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // arrivals checks frames at B's sink against ForwardFrame: each sequence
@@ -60,16 +60,6 @@ func (a *arrivals) check(t *testing.T) int {
 	return got
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
-		runtime.Gosched()
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
 // runCount forwards exactly n generated frames (lossless generator) and
 // waits until each is at B's sink or counted lost. It returns the counters
 // from the rig's start.
@@ -85,7 +75,7 @@ func runCount(t *testing.T, o ForwardOpts, n int) (ForwardResult, *arrivals, *Fo
 	r, err := NewForwardRig(o)
 	require.NoError(t, err)
 	r.Gen.Wait()
-	waitUntil(t, "every frame forwarded or counted lost", func() bool {
+	testutil.Eventually(t, "every frame forwarded or counted lost", func() bool {
 		s := r.Snapshot()
 		return s.Forwarded+s.TxErrors+s.RxDrops >= uint64(n)
 	})
@@ -164,7 +154,7 @@ func TestForwardRxOnly(t *testing.T) {
 	r, err := NewForwardRig(o)
 	require.NoError(t, err)
 	r.Gen.Wait()
-	waitUntil(t, "every frame received", func() bool { s := r.Snapshot(); return s.Received+s.RxDrops >= n })
+	testutil.Eventually(t, "every frame received", func() bool { s := r.Snapshot(); return s.Received+s.RxDrops >= n })
 	res := r.Snapshot()
 	require.NoError(t, r.Close())
 	require.Equal(t, uint64(n), res.Received, "received %d, forwarded %d, drops %d; want %d, 0, 0", res.Received, res.Forwarded, res.RxDrops, n)
@@ -247,9 +237,9 @@ func TestForwardPause(t *testing.T) {
 	s := r.Snapshot()
 	require.Zero(t, s.Offered, "paused rig offered %d frames", s.Offered)
 	r.Resume()
-	waitUntil(t, "frames forwarded after Resume", func() bool { return r.Snapshot().Forwarded > 1000 })
+	testutil.Eventually(t, "frames forwarded after Resume", func() bool { return r.Snapshot().Forwarded > 1000 })
 	r.Pause()
-	waitUntil(t, "the paused rig to drain", r.Quiet)
+	testutil.Eventually(t, "the paused rig to drain", r.Quiet)
 	before := r.Snapshot()
 	time.Sleep(30 * time.Millisecond)
 	after := r.Snapshot()

@@ -8,6 +8,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,7 +65,7 @@ func offer(t *testing.T, r *simnictest.Rig, c *dstCounter, dst [6]byte, tagged b
 		return
 	}
 	require.Truef(t, took, "%x vid %d: filtered (RCTL %v), want it delivered", dst, vid, r.NIC.RxControl())
-	waitFor(t, "the frame delivered", func() bool { return c.get(dst) == before+1 })
+	testutil.Eventually(t, "the frame delivered", func() bool { return c.get(dst) == before+1 })
 }
 
 // The station address (iflib_set_mac from AttachPre; SIOCSIFLLADDR), the
@@ -177,11 +178,11 @@ func TestCtlMedia(t *testing.T) {
 		require.NoError(t, err)
 		return ms
 	}
-	waitFor(t, "the link at 10 Gb/s", func() bool { return status().Active })
+	testutil.Eventually(t, "the link at 10 Gb/s", func() bool { return status().Active })
 	assert.Equal(t, iflib.Media10GT|iflib.MediaFDX|iflib.MediaRxPause|iflib.MediaTxPause, status().Current)
 
 	require.NoError(t, ic.SetMedia(iflib.Media1000T|iflib.MediaFDX))
-	waitFor(t, "1 Gb/s reported to iflib", func() bool {
+	testutil.Eventually(t, "1 Gb/s reported to iflib", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(events) > 0 && events[len(events)-1].State == iflib.LinkStateUp && events[len(events)-1].Baudrate == 1e9
@@ -189,10 +190,10 @@ func TestCtlMedia(t *testing.T) {
 	assert.Equal(t, iflib.Media1000T|iflib.MediaFDX, status().Current, "forced without pause options: no flow control")
 
 	r.NIC.SetLinkPartner(simnic.Ability100FD | simnic.AbilityPause) // a 100 Mb/s switch port
-	waitFor(t, "the link down: the partner lacks 1000baseT", func() bool { return ic.LinkState() == iflib.LinkStateDown })
+	testutil.Eventually(t, "the link down: the partner lacks 1000baseT", func() bool { return ic.LinkState() == iflib.LinkStateDown })
 	assert.False(t, status().Active)
 	require.NoError(t, ic.SetMedia(iflib.MediaAuto))
-	waitFor(t, "autoselect at 100 Mb/s", func() bool { return ic.LinkState() == iflib.LinkStateUp && status().Active })
+	testutil.Eventually(t, "autoselect at 100 Mb/s", func() bool { return ic.LinkState() == iflib.LinkStateUp && status().Active })
 	assert.Equal(t, iflib.Media100TX|iflib.MediaFDX|iflib.MediaRxPause|iflib.MediaTxPause, status().Current)
 
 	err := ic.SetMedia(iflib.Media2500T | iflib.MediaFDX) // not in the list
@@ -236,7 +237,7 @@ func TestCtlMTUUnderTraffic(t *testing.T) {
 	assert.Equal(t, 9000, ic.MTU())
 	wg.Wait()
 	require.NoError(t, gen.Wait())
-	settle(t, "both directions to drain", func() bool { return rl.settled(r, gen) && l.settled() },
+	testutil.Settle(t, "both directions to drain", func() bool { return rl.settled(r, gen) && l.settled() },
 		func() uint64 { return rl.progress(r) + l.progress() })
 	require.NoError(t, ic.Stop())
 	tt := l.check(t)
@@ -280,9 +281,9 @@ func TestCtlCapabilitiesAndRSS(t *testing.T) {
 	require.NoError(t, r.Ctx.SetRSS(rss))
 	for i := 0; i < 64; i++ {
 		f := simnictest.FrameSpec{Flow: uint32(i), Len: 80}.Build(nil)
-		waitFor(t, "the wire", func() bool { return r.NIC.Receive(f) })
+		testutil.Eventually(t, "the wire", func() bool { return r.NIC.Receive(f) })
 	}
-	waitFor(t, "every frame", func() bool { mu.Lock(); defer mu.Unlock(); return perQ[3] == 64 })
+	testutil.Eventually(t, "every frame", func() bool { mu.Lock(); defer mu.Unlock(); return perQ[3] == 64 })
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, map[int]int{3: 64}, perQ)
@@ -309,8 +310,8 @@ func TestTxTaggedMaxFrame(t *testing.T) {
 	send(simnictest.FrameSpec{Seq: 2, Len: 1519}.Build(nil), 0)          // the driver refuses
 	send(simnictest.FrameSpec{Seq: 3, Len: 1515}.Build(nil), 7)          // 1515 + an inserted tag: too long
 	send(simnictest.FrameSpec{Seq: 4, Len: 1514}.Build(nil), 0)
-	waitFor(t, "the two good frames", func() bool { return rec.Len() == 2 })
-	waitFor(t, "the device's drop", func() bool { return r.NIC.Stats().TxTooLong == 1 })
+	testutil.Eventually(t, "the two good frames", func() bool { return rec.Len() == 2 })
+	testutil.Eventually(t, "the device's drop", func() bool { return r.NIC.Stats().TxTooLong == 1 })
 	st, err := r.Ctx.TxQueueStats(0)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), st.OErrors, "the driver's refusals")

@@ -3,6 +3,7 @@ package simnic
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/busdma"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // devHarness drives a NIC's registers and rings by hand, with no driver:
@@ -118,13 +120,8 @@ func (h *devHarness) post(descs ...txDesc) {
 // drained waits until the device consumed every posted descriptor.
 func (h *devHarness) drained() {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for int(h.nic.txq[0].tdh.Load()) != h.pidx {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("device stuck at TDH %d, TDT %d", h.nic.txq[0].tdh.Load(), h.pidx)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	testutil.Eventually(h.t, "the device to consume every posted descriptor", func() bool { return int(h.nic.txq[0].tdh.Load()) == h.pidx },
+		func() string { return fmt.Sprintf("device stuck at TDH %d, TDT %d", h.nic.txq[0].tdh.Load(), h.pidx) })
 }
 
 func pattern(n int, seed byte) []byte {
@@ -173,16 +170,6 @@ func TestDeviceDropsWholeFrameNeverTruncates(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond for up to 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
-		time.Sleep(50 * time.Microsecond)
-	}
-}
-
 // Link loss: TX DMA stops (no descriptor consumed, nothing on the wire),
 // frames arriving at the wire are dropped and counted; both transitions
 // latch the link interrupt; when the link returns the queue resumes.
@@ -198,7 +185,7 @@ func TestDeviceLinkLossStopsDMA(t *testing.T) {
 	require.False(t, h.nic.Receive(pattern(100, 9)), "a frame was accepted at the wire with the link down")
 	h.nic.SetLink(true)
 	h.drained()
-	waitUntil(t, "three frames", func() bool { return len(h.wire.get()) == 3 })
+	testutil.Eventually(t, "three frames", func() bool { return len(h.wire.get()) == 3 })
 	st := h.nic.Stats()
 	require.Equal(t, uint64(1), st.RxLinkDown, "stats %+v, LSC latched %v: want 1 wire drop, 2 link changes, LSC latched", st, h.nic.lsc.Load())
 	require.Equal(t, uint64(2), st.LinkChanges, "stats %+v, LSC latched %v: want 1 wire drop, 2 link changes, LSC latched", st, h.nic.lsc.Load())
@@ -227,14 +214,14 @@ func TestDeviceWriteBackBatchedAndLate(t *testing.T) {
 	for i := 3; i < 8; i++ {
 		h.post(desc(i))
 	}
-	waitUntil(t, "the batch of 8 written back", func() bool { return h.nic.txq[0].wb.Load() == 8 })
+	testutil.Eventually(t, "the batch of 8 written back", func() bool { return h.nic.txq[0].wb.Load() == 8 })
 	for i := 0; i < 8; i++ {
 		require.True(t, dd(i), "descriptor %d of the batch not written back", i)
 	}
 	h.post(desc(8))
 	h.drained()
 	start := time.Now()
-	waitUntil(t, "the late write-back", func() bool { return h.nic.txq[0].wb.Load() == 9 })
+	testutil.Eventually(t, "the late write-back", func() bool { return h.nic.txq[0].wb.Load() == 9 })
 	el := time.Since(start)
 	require.GreaterOrEqual(t, el, 100*time.Millisecond, "a lone descriptor was written back after %v, before its delay", el)
 	require.True(t, dd(8), "descriptor 8 not written back after the delay")
@@ -258,7 +245,7 @@ func TestDeviceHeadWriteBack(t *testing.T) {
 	}
 	h.pidx %= 62
 	h.drained()
-	waitUntil(t, "the head write-back", func() bool { return h.nic.txq[0].wb.Load() == 5 })
+	testutil.Eventually(t, "the head write-back", func() bool { return h.nic.txq[0].wb.Load() == 5 })
 	h.txMem.Sync(busdma.PostRead)
 	got := binary.LittleEndian.Uint32(h.txMem.Vaddr[62*DescSize:])
 	require.Equal(t, uint32(5), got, "head written back as %d, want 5", got)

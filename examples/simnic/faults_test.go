@@ -10,6 +10,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 var txModes = []iflib.TxMode{iflib.TxModeMPRing, iflib.TxModeSimple, iflib.TxModeDRBR}
@@ -45,7 +46,7 @@ func runTx(t *testing.T, r *simnictest.Rig, rec *simnictest.Recorder, flows, per
 	t.Helper()
 	l := newTxLedger(r, rec, flows, size, nseg)
 	l.send(t, 0, perFlow, nil)
-	settle(t, "TX to drain", l.settled, l.progress, l.describe)
+	testutil.Settle(t, "TX to drain", l.settled, l.progress, l.describe)
 	require.NoError(t, r.Ctx.Stop())
 	return l.check(t)
 }
@@ -61,12 +62,12 @@ func TestLinkLossAndRecovery(t *testing.T) {
 			r, rec := faultRig(t, simnic.Config{NTxd: 256, NRxd: 256}, iflib.Config{TxMode: mode}, nil, nil)
 			l := newTxLedger(r, rec, 2, cycleSizes(60, 200, 1514), 3)
 			l.send(t, 0, 50, nil)
-			settle(t, "the first frames", l.settled, l.progress, l.describe)
+			testutil.Settle(t, "the first frames", l.settled, l.progress, l.describe)
 
 			r.NIC.SetLink(false)
-			waitFor(t, "iflib to see the link down", func() bool { return r.Ctx.LinkState() == iflib.LinkStateDown })
+			testutil.Eventually(t, "iflib to see the link down", func() bool { return r.Ctx.LinkState() == iflib.LinkStateDown })
 			// The timer's poll may see it first; the interrupt comes too.
-			waitFor(t, "the link interrupt", func() bool { return r.NIC.Stats().LinkIntrs >= 1 })
+			testutil.Eventually(t, "the link interrupt", func() bool { return r.NIC.Stats().LinkIntrs >= 1 })
 			err := l.transmit(t, 0, 50, nil)
 			require.ErrorIs(t, err, iflib.ErrLinkDown, "Transmit with the link down: %v, want ErrLinkDown", err)
 			require.False(t, r.NIC.Receive(l.spec(0, 50).Build(nil)), "the wire accepted a frame with the link down")
@@ -75,9 +76,9 @@ func TestLinkLossAndRecovery(t *testing.T) {
 			require.Equal(t, processed, r.NIC.Stats().TxProcessed, "the device processed TX descriptors with the link down")
 
 			r.NIC.SetLink(true)
-			waitFor(t, "iflib to see the link up", func() bool { return r.Ctx.LinkState() == iflib.LinkStateUp })
+			testutil.Eventually(t, "iflib to see the link up", func() bool { return r.Ctx.LinkState() == iflib.LinkStateUp })
 			l.send(t, 50, 100, nil)
-			settle(t, "the frames after recovery", l.settled, l.progress, l.describe)
+			testutil.Settle(t, "the frames after recovery", l.settled, l.progress, l.describe)
 			st := r.NIC.Stats()
 			require.False(t, st.RxLinkDown != 1 || st.LinkChanges != 2 || st.LinkIntrs < 2, "device stats %+v", st)
 			require.NoError(t, r.Ctx.Stop())
@@ -99,10 +100,10 @@ func TestLinkFlapsScheduled(t *testing.T) {
 			done := make(chan struct{})
 			l := newTxLedger(r, rec, 3, cycleSizes(60, 128, 1000), 2)
 			go func() { defer close(done); l.send(t, 0, 400, stop) }()
-			waitFor(t, "three link flaps", func() bool { return r.NIC.Stats().LinkChanges >= 6 })
+			testutil.Eventually(t, "three link flaps", func() bool { return r.NIC.Stats().LinkChanges >= 6 })
 			close(stop)
 			<-done
-			settle(t, "TX to drain", func() bool { return r.NIC.LinkUp() && l.settled() }, l.progress)
+			testutil.Settle(t, "TX to drain", func() bool { return r.NIC.LinkUp() && l.settled() }, l.progress)
 			require.NoError(t, r.Ctx.Stop())
 			tt := l.check(t)
 			require.NotZero(t, tt.arrived, "nothing sent: %v", tt)
@@ -150,7 +151,7 @@ func TestStopWhileLinkDownIsBounded(t *testing.T) {
 			stop := make(chan struct{})
 			done := make(chan struct{})
 			go func() { defer close(done); l.send(t, 0, 100000, stop) }()
-			waitFor(t, "traffic", func() bool { return rec.Len() > 50 })
+			testutil.Eventually(t, "traffic", func() bool { return rec.Len() > 50 })
 			r.NIC.SetLink(false)
 			time.Sleep(10 * time.Millisecond)
 			start := time.Now()
@@ -234,7 +235,7 @@ func settleRetransmitting(t *testing.T, what string, l *txLedger, next uint32, p
 			}
 		}
 	}()
-	settle(t, what, l.settled, l.progress, l.describe)
+	testutil.Settle(t, what, l.settled, l.progress, l.describe)
 	close(stop)
 	return <-done
 }
@@ -253,7 +254,7 @@ func TestInterruptFaultsRecover(t *testing.T) {
 			l := newTxLedger(r, rec, 2, cycleSizes(60, 1000), 1)
 			l.send(t, 0, 400, nil)
 			require.NoError(t, gen.Wait())
-			settle(t, "both directions to drain", func() bool { return rl.settled(r, gen) && l.settled() },
+			testutil.Settle(t, "both directions to drain", func() bool { return rl.settled(r, gen) && l.settled() },
 				func() uint64 { return rl.progress(r) + l.progress() })
 			require.NoError(t, r.Ctx.Stop())
 			l.check(t)
@@ -279,7 +280,7 @@ func TestRxFrameErrors(t *testing.T) {
 			gen := rl.generator(3000, true)
 			require.NoError(t, r.Env.Start(gen, r.NIC))
 			require.NoError(t, gen.Wait())
-			settle(t, "RX to drain", func() bool { return rl.settled(r, gen) }, func() uint64 { return rl.progress(r) }, func() string {
+			testutil.Settle(t, "RX to drain", func() bool { return rl.settled(r, gen) }, func() uint64 { return rl.progress(r) }, func() string {
 				st, _ := r.Ctx.RxQueueStats(0)
 				return fmt.Sprintf("gen %d/%d dev %+v\nrxq %+v", gen.Sent(), gen.Refused(), r.NIC.Stats(), st)
 			})
@@ -313,7 +314,7 @@ func TestSlowDMA(t *testing.T) {
 	l := newTxLedger(r, rec, 2, cycleSizes(60, 1514), 2)
 	l.send(t, 0, 150, nil)
 	require.NoError(t, gen.Wait())
-	settle(t, "both directions", func() bool { return rl.settled(r, gen) && l.settled() }, func() uint64 { return rl.progress(r) + l.progress() })
+	testutil.Settle(t, "both directions", func() bool { return rl.settled(r, gen) && l.settled() }, func() uint64 { return rl.progress(r) + l.progress() })
 	require.NoError(t, r.Ctx.Stop())
 	tt, rt := l.check(t), rl.check(t, r, gen)
 	require.False(t, r.Ctx.Resets() == 0 && (tt.arrived != 300 || rt.delivered != 300), "no reset, yet frames lost: %v; %v", tt, rt)
@@ -329,7 +330,7 @@ func TestRxErrorCountedOnce(t *testing.T) {
 		map[simnic.FaultKind]uint64{simnic.FaultRxCRC: 40}, rl.input)
 	gen := rl.generator(2000, true)
 	require.NoError(t, r.Env.Start(gen, r.NIC))
-	settle(t, "RX to drain", func() bool { return rl.settled(r, gen) }, func() uint64 { return rl.progress(r) })
+	testutil.Settle(t, "RX to drain", func() bool { return rl.settled(r, gen) }, func() uint64 { return rl.progress(r) })
 	require.NoError(t, r.Ctx.Stop())
 	rt := rl.check(t, r, gen)
 	require.Zero(t, rt.recounted, "%d bad frames counted twice: %v", rt.recounted, rt)

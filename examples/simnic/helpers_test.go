@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
 )
@@ -27,16 +25,6 @@ func newRig(t testing.TB, o simnictest.Options, record bool) (*simnictest.Rig, *
 
 // fillFrame is simnictest.FillFrame.
 func fillFrame(data []byte, flow, seq uint32) { simnictest.FillFrame(data, flow, seq) }
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
-		runtime.Gosched()
-		time.Sleep(100 * time.Microsecond)
-	}
-}
 
 // flatten is simnictest.Flatten.
 func flatten(m *iflib.Packet) []byte { return simnictest.Flatten(m) }

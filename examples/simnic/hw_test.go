@@ -10,6 +10,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -247,9 +248,9 @@ func TestToeplitzMicrosoftVectors(t *testing.T) {
 		mu.Unlock()
 		for _, v := range vectors {
 			f := tcpFrame(netip.MustParseAddr(v.src), netip.MustParseAddr(v.dst), v.sport, v.dport)
-			waitFor(t, "the wire", func() bool { return r.NIC.Receive(f) })
+			testutil.Eventually(t, "the wire", func() bool { return r.NIC.Receive(f) })
 		}
-		waitFor(t, "every vector", func() bool { mu.Lock(); defer mu.Unlock(); return len(gots) == len(vectors) })
+		testutil.Eventually(t, "every vector", func() bool { mu.Lock(); defer mu.Unlock(); return len(gots) == len(vectors) })
 		mu.Lock()
 		byFlow := map[uint32]got{}
 		for _, g := range gots {
@@ -326,9 +327,9 @@ func TestRSSSpreadsByIndirectionTable(t *testing.T) {
 	const flows = 400
 	for i := 0; i < flows; i++ {
 		f := simnictest.FrameSpec{Flow: uint32(i), Seq: 0, Len: 80}.Build(nil)
-		waitFor(t, "the wire", func() bool { return r.NIC.Receive(f) })
+		testutil.Eventually(t, "the wire", func() bool { return r.NIC.Receive(f) })
 	}
-	waitFor(t, "every flow", func() bool {
+	testutil.Eventually(t, "every flow", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return perQ[0]+perQ[1]+perQ[2]+perQ[3] == flows
@@ -425,7 +426,7 @@ func TestAutonegotiation(t *testing.T) {
 func TestPauseFramesFromTheWire(t *testing.T) {
 	r, rec := newRig(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64}}, true)
 	r.NIC.SetLinkPartner(simnic.Ability10FD | simnic.AbilityPause)
-	waitFor(t, "the link at 10 Mb/s", func() bool { return r.NIC.PHYStatus().Speed == 10e6 && r.NIC.LinkUp() })
+	testutil.Eventually(t, "the link at 10 Mb/s", func() bool { return r.NIC.PHYStatus().Speed == 10e6 && r.NIC.LinkUp() })
 	pause := func(quanta uint16) []byte {
 		f := ether([6]byte{0x01, 0x80, 0xc2, 0, 0, 1}, 0x8808, 60, false, 0)
 		binary.BigEndian.PutUint16(f[14:16], 1)
@@ -433,12 +434,12 @@ func TestPauseFramesFromTheWire(t *testing.T) {
 		return f
 	}
 	send := func(seq uint32) {
-		waitFor(t, "a transmit", func() bool {
+		testutil.Eventually(t, "a transmit", func() bool {
 			return r.Ctx.Transmit(r.Packet(simnictest.FrameSpec{Seq: seq, Len: 100}.Build(nil), 1)) == nil
 		})
 	}
 	send(0)
-	waitFor(t, "the first frame", func() bool { return rec.Len() == 1 })
+	testutil.Eventually(t, "the first frame", func() bool { return rec.Len() == 1 })
 	require.True(t, r.NIC.Receive(pause(0xffff)), "the MAC consumes a PAUSE frame")
 	st := r.NIC.Stats()
 	assert.Equal(t, uint64(1), st.RxXoff)
@@ -448,15 +449,15 @@ func TestPauseFramesFromTheWire(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // a bound on "not yet", far below the 3.4 s pause
 	assert.Equal(t, 1, rec.Len(), "a frame went out during the pause")
 	require.True(t, r.NIC.Receive(pause(0)))
-	waitFor(t, "the frame after the XON", func() bool { return rec.Len() == 2 })
+	testutil.Eventually(t, "the frame after the XON", func() bool { return rec.Len() == 2 })
 	assert.Equal(t, uint64(1), r.NIC.Stats().RxXon)
 
 	// Without receive flow control (the partner offers no PAUSE): counted, ignored.
 	r.NIC.SetLinkPartner(simnic.Ability10FD)
-	waitFor(t, "renegotiated", func() bool { return !r.NIC.PHYStatus().RxPause })
+	testutil.Eventually(t, "renegotiated", func() bool { return !r.NIC.PHYStatus().RxPause })
 	require.True(t, r.NIC.Receive(pause(0xffff)))
 	send(2)
-	waitFor(t, "the frame despite the XOFF", func() bool { return rec.Len() == 3 })
+	testutil.Eventually(t, "the frame despite the XOFF", func() bool { return rec.Len() == 3 })
 	st = r.NIC.Stats()
 	assert.Equal(t, uint64(2), st.RxXoff)
 	assert.Equal(t, uint64(1), st.TxPauses)
@@ -502,7 +503,7 @@ func TestScheduledPauseReportedToWatchdog(t *testing.T) {
 			const frames = 200
 			for i := 0; i < frames; i++ {
 				data := simnictest.FrameSpec{Seq: uint32(i), Len: 100}.Build(nil)
-				waitFor(t, "a transmit", func() bool {
+				testutil.Eventually(t, "a transmit", func() bool {
 					p, err := zone.Get()
 					if err != nil {
 						return false
@@ -516,10 +517,10 @@ func TestScheduledPauseReportedToWatchdog(t *testing.T) {
 				}
 			}
 			if !report {
-				waitFor(t, "a watchdog reset of the paused queue", func() bool { return ic.WatchdogEvents() > 0 })
+				testutil.Eventually(t, "a watchdog reset of the paused queue", func() bool { return ic.WatchdogEvents() > 0 })
 				return
 			}
-			waitFor(t, "every frame on the wire", func() bool { return rec.Len() == frames })
+			testutil.Eventually(t, "every frame on the wire", func() bool { return rec.Len() == frames })
 			st := n.Stats()
 			fired := sch.Counts()[simnic.FaultPause]
 			assert.GreaterOrEqual(t, fired, uint64(2))
@@ -573,9 +574,9 @@ func TestRSSHashTypes(t *testing.T) {
 		5: iflib.HashRSSIPv4, 6: iflib.HashNone}
 	for id, f := range frames {
 		f = mark(f, id)
-		waitFor(t, "the wire", func() bool { return r.NIC.Receive(f) })
+		testutil.Eventually(t, "the wire", func() bool { return r.NIC.Receive(f) })
 	}
-	waitFor(t, "every frame", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == len(frames) })
+	testutil.Eventually(t, "every frame", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == len(frames) })
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, want, got)

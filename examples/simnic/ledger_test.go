@@ -299,6 +299,14 @@ func (l *rxLedger) settled(r *simnictest.Rig, gen *simnic.Generator) bool {
 	if gen.Sent()+gen.Refused() < gen.Count {
 		return false
 	}
+	return rxTaken(r, gen)
+}
+
+// rxTaken reports whether every frame the generator got into the FIFO was
+// written (or dropped: no room, flushed by a reset) and every frame
+// written was taken by iflib (counted in ipackets, ierrors or
+// rx_stop_discards, over all RX queues).
+func rxTaken(r *simnictest.Rig, gen *simnic.Generator) bool {
 	d := r.NIC.Stats()
 	written := d.RxFrames + d.RxErrors + d.RxDMAFaults
 	if gen.Sent() != written+d.RxNoRoom+d.RxFlushed {
@@ -377,36 +385,4 @@ func (l *rxLedger) check(t testing.TB, r *simnictest.Rig, gen *simnic.Generator)
 	require.LessOrEqual(t, rt.recounted, bad, "iflib counted %d frames more than the device wrote, with only %d bad frames returned (%d resets): %v", rt.recounted, bad, resets, rt)
 	require.Equal(t, rt.delivered+rt.filtered+rt.iqdrops, rt.ipackets, "ipackets ≠ delivered + filtered + iqdrops: %v", rt)
 	return rt
-}
-
-// settle waits until cond holds and then until the counters stop moving
-// for a while. It fails when the counters made no progress for 20 s, or
-// after 2 min in all: on a loaded machine (CI under -race) a drain that
-// keeps moving may take longer than 20 s, one that is stuck does not move.
-func settle(t testing.TB, what string, cond func() bool, snapshot func() uint64, describe ...func() string) {
-	t.Helper()
-	start := time.Now()
-	moved := start
-	var prev uint64
-	stable := 0
-	for stable < 10 {
-		if now := time.Now(); now.Sub(moved) > 20*time.Second || now.Sub(start) > 2*time.Minute {
-			msg := ""
-			for _, d := range describe {
-				msg += "\n" + d()
-			}
-			t.Fatalf("timed out waiting for %s%s", what, msg)
-		}
-		time.Sleep(2 * time.Millisecond)
-		cur := snapshot()
-		if cur != prev {
-			moved = time.Now()
-		}
-		if cond() && cur == prev {
-			stable++
-		} else {
-			stable = 0
-		}
-		prev = cur
-	}
 }

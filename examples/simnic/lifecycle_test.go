@@ -14,6 +14,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Issue 11 item 26: an impossible Config is a *ConfigError, never a panic.
@@ -122,7 +123,7 @@ func TestOversizeFrameRefused(t *testing.T) {
 			small := make([]byte, 100)
 			fillFrame(small, 0, 2)
 			require.NoError(t, r.Ctx.Transmit(r.Packet(small, 1)))
-			waitFor(t, "the small frame", func() bool { return rec.Len() >= 1 })
+			testutil.Eventually(t, "the small frame", func() bool { return rec.Len() >= 1 })
 			time.Sleep(5 * time.Millisecond)
 			got := rec.Frames()
 			require.Len(t, got, 1, "wire got %d frames, want only the 100-byte one", len(got))
@@ -192,7 +193,7 @@ func TestAttachWith(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	waitFor(t, "every frame on the one queue in use", func() bool { return got.Load() == frames })
+	testutil.Eventually(t, "every frame on the one queue in use", func() bool { return got.Load() == frames })
 }
 
 // moreSetsDriver reports more queue sets than the NIC has (a wrapper

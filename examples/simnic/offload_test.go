@@ -10,6 +10,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // offloadRig is a rig on a NIC with Config.Offload and a recording wire.
@@ -67,7 +68,7 @@ func TestTxChecksumOffload(t *testing.T) {
 				}
 				return m
 			}, n)
-			waitFor(t, "every frame", func() bool { return rec.Len() == n })
+			testutil.Eventually(t, "every frame", func() bool { return rec.Len() == n })
 			for i, f := range rec.Frames() {
 				p, err := simnictest.Parse(f)
 				if err == nil && p.Stamped {
@@ -126,7 +127,7 @@ func TestTSO(t *testing.T) {
 				}
 				transmitAll(t, r, func(int) *iflib.Packet { return m }, 1)
 				nseg := (tc.payload + tc.mss - 1) / tc.mss
-				waitFor(t, fmt.Sprintf("case %d: %d segments", ci, nseg), func() bool { return rec.Len() >= base+nseg })
+				testutil.Eventually(t, fmt.Sprintf("case %d: %d segments", ci, nseg), func() bool { return rec.Len() >= base+nseg })
 				segs := rec.Frames()[base:]
 				require.Len(t, segs, nseg, "case %d: %d segments, want %d", ci, len(segs), nseg)
 				require.NoError(t, checkTSO(orig, segs, tc.mss), "case %d (payload %d, mss %d, vlan %d)", ci, tc.payload, tc.mss, s.VLAN)
@@ -215,7 +216,7 @@ func TestVLANInsertion(t *testing.T) {
 				m.Hdr.VLANTag = uint16(100 + i)
 				return m
 			}, n)
-			waitFor(t, "every frame", func() bool { return rec.Len() == n })
+			testutil.Eventually(t, "every frame", func() bool { return rec.Len() == n })
 			for _, f := range rec.Frames() {
 				p, err := simnictest.Parse(f)
 				require.NoError(t, err, "frame %d: tag %v/%d, err", p.Seq, p.HasVLAN, p.VLAN)
@@ -288,10 +289,10 @@ func TestRxChecksumAndVLANStrip(t *testing.T) {
 			r, _ := offloadRig(t, iflib.TxModeMPRing, offload, input)
 			for _, s := range frames {
 				f := s.frame
-				waitFor(t, "the wire", func() bool { return r.NIC.Receive(f) })
+				testutil.Eventually(t, "the wire", func() bool { return r.NIC.Receive(f) })
 			}
 			count := func() int { <-mu; defer func() { mu <- struct{}{} }(); return len(gots) }
-			waitFor(t, "every frame", func() bool { return count() == len(frames) })
+			testutil.Eventually(t, "every frame", func() bool { return count() == len(frames) })
 			<-mu
 			defer func() { mu <- struct{}{} }()
 			for i, s := range frames {
@@ -347,7 +348,7 @@ func TestTSOSegs(t *testing.T) {
 			}
 			require.NoError(t, err)
 			nseg := (payload + mss - 1) / mss
-			waitFor(t, "every segment", func() bool { return rec.Len() >= nseg })
+			testutil.Eventually(t, "every segment", func() bool { return rec.Len() >= nseg })
 			require.NoError(t, checkTSO(orig, rec.Frames(), mss))
 			ds := r.Driver.Stats()
 			require.Equal(t, uint64(1), ds.TxEncapped, "driver stats %+v", ds)

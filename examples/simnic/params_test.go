@@ -14,6 +14,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // Issue 20 §2 item 6: the simulated NIC's parameters at their edges. Every
@@ -35,14 +36,14 @@ func TestProfileExtremeMeans(t *testing.T) {
 			fillFrame(f, 0, uint32(i))
 			require.NoError(t, r.Ctx.Transmit(r.Packet(f, 1)))
 		}
-		waitFor(t, "20 frames", func() bool { return rec.Len() == 20 })
+		testutil.Eventually(t, "20 frames", func() bool { return rec.Len() == 20 })
 		r.Close()
 	}
 	// A link loss at every status read (mean 1) that lasts a mean of
 	// 2^64−1 reads: the link goes down at the first read and stays down.
 	sch := simnic.NewSchedule(2, simnic.Profile{Every: map[simnic.FaultKind]uint64{simnic.FaultLinkDown: 1}, LinkDownFor: math.MaxUint64})
 	r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, Schedule: sch}, Config: iflib.Config{TimerInterval: time.Millisecond}, TxZone: 64})
-	waitFor(t, "the scheduled link loss", func() bool { return !r.NIC.LinkUp() })
+	testutil.Eventually(t, "the scheduled link loss", func() bool { return !r.NIC.LinkUp() })
 	fired := sch.Fired()
 	require.Len(t, fired, 1, "fired %v, want one link loss", fired)
 	require.Equal(t, simnic.FaultLinkDown, fired[0].Kind, "fired %v, want one link loss", fired)
@@ -99,7 +100,7 @@ func TestLosslessGeneratorLinkDown(t *testing.T) {
 	next := func(seq uint64, buf []byte) int { fillFrame(buf[:100], 0, uint32(seq)); return 100 }
 	g := &simnic.Generator{Next: next, Lossless: true, Count: 1}
 	require.NoError(t, env.Start(g, nic))
-	waitFor(t, "the first refusal", func() bool { return nic.Stats().RxLinkDown >= 1 })
+	testutil.Eventually(t, "the first refusal", func() bool { return nic.Stats().RxLinkDown >= 1 })
 	time.Sleep(20 * time.Millisecond) // a spinning generator would count thousands meanwhile
 	st := nic.Stats()
 	require.False(t, st.RxLinkDown != 1 || g.Sent() != 0, "link down: %d drops counted, %d sent; want 1 and 0 (parked)", st.RxLinkDown, g.Sent())
@@ -113,7 +114,7 @@ func TestLosslessGeneratorLinkDown(t *testing.T) {
 	require.NoError(t, env.Start(g2, nic))
 	g3 := &simnic.Generator{Next: next} // not lossless: parks too, counts its refusals
 	require.NoError(t, env.Start(g3, nic))
-	waitFor(t, "both generators refused", func() bool { return nic.Stats().RxLinkDown >= 3 })
+	testutil.Eventually(t, "both generators refused", func() bool { return nic.Stats().RxLinkDown >= 3 })
 	time.Sleep(20 * time.Millisecond)
 	d := nic.Stats().RxLinkDown
 	require.LessOrEqual(t, d, uint64(3), "%d link-down drops for two parked generators, want at most 3", d)
@@ -136,7 +137,7 @@ func TestGeneratorTinyRate(t *testing.T) {
 		sink := &simnic.Sink{}
 		g := &simnic.Generator{Next: func(seq uint64, buf []byte) int { return 60 }, Rate: rate}
 		require.NoError(t, g.Start(sink))
-		waitFor(t, "frame 0", func() bool { return g.Sent() >= 1 })
+		testutil.Eventually(t, "frame 0", func() bool { return g.Sent() >= 1 })
 		time.Sleep(10 * time.Millisecond) // the old overflow sent thousands meanwhile
 		bounded(t, "Stop", 10*time.Second, func() { _ = g.Stop() })
 		require.Equal(t, uint64(1), g.Sent(), "rate %g: sent %d frames, want 1 (frame 0 is due at once)", rate, g.Sent())
@@ -205,7 +206,7 @@ func TestRawForwarderSlowWireStops(t *testing.T) {
 		fillFrame(buf, 0, uint32(i))
 		a.Receive(buf)
 	}
-	waitFor(t, "a frame forwarded", func() bool { return fwd.Stats().Forwarded >= 1 })
+	testutil.Eventually(t, "a frame forwarded", func() bool { return fwd.Stats().Forwarded >= 1 })
 	time.Sleep(10 * time.Millisecond)
 	bounded(t, "RawForwarder.Stop", 10*time.Second, fwd.Stop)
 	bounded(t, "Env.Close", 10*time.Second, func() {

@@ -16,6 +16,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // rawRig is two NICs on one Env, a raw forwarder from A's wire to B's,
@@ -89,7 +90,7 @@ func forwardAndCheck(t *testing.T, r *rawRig, n int, sizes []int) {
 			runtime.Gosched()
 		}
 	}
-	waitFor(t, "frames at B's sink", func() bool { return r.sink.Frames() >= uint64(n) })
+	testutil.Eventually(t, "frames at B's sink", func() bool { return r.sink.Frames() >= uint64(n) })
 	time.Sleep(5 * time.Millisecond) // a duplicate would show up now
 	r.fwd.Stop()
 	mu.Lock()
@@ -148,7 +149,7 @@ func TestRawForwardIOMMU(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	waitFor(t, "frames after restart", func() bool { return r.sink.Frames() >= before+500 })
+	testutil.Eventually(t, "frames after restart", func() bool { return r.sink.Frames() >= before+500 })
 	r.close(t)
 	st := space.Stats()
 	want := uint64(2*512 + 4)
@@ -257,11 +258,11 @@ func TestRawForwardDropsBadFrameWhole(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	waitFor(t, "every frame handled", func() bool {
+	testutil.Eventually(t, "every frame handled", func() bool {
 		st := r.fwd.Stats()
 		return st.Forwarded+st.Errors >= n
 	})
-	waitFor(t, "the forwarded frames on the wire", func() bool { return rec.Len() >= n-1 })
+	testutil.Eventually(t, "the forwarded frames on the wire", func() bool { return rec.Len() >= n-1 })
 	time.Sleep(5 * time.Millisecond)
 	want := make([]byte, size)
 	seen := map[uint32]bool{}

@@ -18,6 +18,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // The conservation soak: every TX mode in turn, each on a NIC whose
@@ -559,8 +560,8 @@ func runSoak(t *testing.T, seed uint64, phase int, mode iflib.TxMode, dur time.D
 	r.NIC.SetLink(true)
 	txl := &txLedger{r: r}
 	txl.nacc, txl.nerrs = l.nacc, l.nerrs
-	settle(t, "the soak's traffic to drain", func() bool {
-		return r.NIC.LinkUp() && txl.settled() && soakRxSettled(r, gen)
+	testutil.Settle(t, "the soak's traffic to drain", func() bool {
+		return r.NIC.LinkUp() && txl.settled() && rxTaken(r, gen)
 	}, func() uint64 { return txl.progress() + r.NIC.Stats().RxFrames }, txl.describe)
 	require.NoError(t, r.Ctx.Stop())
 	tot := l.check(t, r, wire, gen, manual)
@@ -580,25 +581,6 @@ func straddling(r *simnictest.Rig, manual uint64) uint64 {
 		return 0
 	}
 	return (r.Ctx.Resets() + manual + 1) * uint64(r.Ctx.NumTxQueues())
-}
-
-// soakRxSettled: every frame the generator got into the FIFO was written
-// and taken by iflib.
-func soakRxSettled(r *simnictest.Rig, gen *simnic.Generator) bool {
-	d := r.NIC.Stats()
-	written := d.RxFrames + d.RxErrors + d.RxDMAFaults
-	if gen.Sent() != written+d.RxNoRoom+d.RxFlushed {
-		return false
-	}
-	var taken uint64
-	for q := 0; q < r.Ctx.NumRxQueues(); q++ {
-		st, err := r.Ctx.RxQueueStats(q)
-		if err != nil {
-			return false
-		}
-		taken += st.IPackets + st.IErrors + st.StopDiscards
-	}
-	return taken >= written
 }
 
 // check verifies the phase's books once the context is stopped.

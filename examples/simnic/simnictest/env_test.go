@@ -12,6 +12,7 @@ import (
 	"github.com/goiflib/goiflib/examples/simnic"
 	"github.com/goiflib/goiflib/examples/simnic/simnictest"
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // A clean rig tears down without a complaint, and a second Close says so.
@@ -22,10 +23,7 @@ func TestRigCleanTeardown(t *testing.T) {
 		copy(data[12:], []byte{0x08, 0x00, 0x45})
 		require.NoError(t, r.Ctx.Transmit(r.Packet(data, 1+i%3)))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for r.Sink.Frames() < 100 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, "100 frames on the wire", func() bool { return r.Sink.Frames() >= 100 })
 	require.NoError(t, r.Env.Close())
 	err := r.Env.Close()
 	require.ErrorIs(t, err, simnictest.ErrClosed, "second Close: %v, want ErrClosed", err)
