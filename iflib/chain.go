@@ -62,10 +62,10 @@ func (z *Zone) GetChain(data []byte, bufLen int) (*Packet, error) {
 // make([]byte, p.ChainLen()) and CopyData(0, b) copy a whole packet out.
 //
 // Where m_copydata panics (its KASSERTs), CopyData checks first and returns
-// a *ConfigError (errors.Is ErrConfig) naming the offset, the length and
-// the chain's size, and copies nothing: off negative, or the chain holding
-// fewer than off+len(dst) bytes within its first MaxChainBufs buffers. A
-// nil chain holds no bytes. CopyData only reads the chain; like every
+// a *ConfigError (EINVAL: errors.Is ErrInvalid) naming the offset, the
+// length and the chain's size, and copies nothing: off negative, or the
+// chain holding fewer than off+len(dst) bytes within its first
+// MaxChainBufs buffers. A nil chain holds no bytes. CopyData only reads the chain; like every
 // Packet method, it must not race with a writer of it.
 func (p *Packet) CopyData(off int, dst []byte) error {
 	if off < 0 || off > math.MaxInt-len(dst) {

@@ -120,14 +120,14 @@ func TestGetChainDryZone(t *testing.T) {
 func TestGetChainBadArguments(t *testing.T) {
 	z := chainZone(t, iflib.MCLBytes, 4)
 	_, err := z.GetChain(pattern(10), -1)
-	require.ErrorIs(t, err, iflib.ErrConfig)
+	require.ErrorIs(t, err, iflib.ErrInvalid)
 	var ce *iflib.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "GetChain bufLen", ce.Field)
 	assert.Equal(t, -1, ce.Value)
 
 	_, err = z.GetChain(make([]byte, iflib.MaxChainBufs+1), 1)
-	require.ErrorIs(t, err, iflib.ErrConfig)
+	require.ErrorIs(t, err, iflib.ErrInvalid)
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "GetChain data", ce.Field)
 	assert.Contains(t, ce.Error(), "MaxChainBufs")
@@ -187,7 +187,7 @@ func TestCopyDataBadRange(t *testing.T) {
 			dst[i] = 0xee
 		}
 		err := m.CopyData(tc.off, dst)
-		require.ErrorIs(t, err, iflib.ErrConfig, "%+v", tc)
+		require.ErrorIs(t, err, iflib.ErrInvalid, "%+v", tc)
 		var ce *iflib.ConfigError
 		require.ErrorAs(t, err, &ce, "%+v", tc)
 		assert.Equal(t, "CopyData off", ce.Field, "%+v", tc)
@@ -204,7 +204,7 @@ func TestCopyDataBadRange(t *testing.T) {
 	// A nil chain holds no bytes.
 	var none *iflib.Packet
 	require.NoError(t, none.CopyData(0, nil))
-	require.ErrorIs(t, none.CopyData(0, make([]byte, 1)), iflib.ErrConfig)
+	require.ErrorIs(t, none.CopyData(0, make([]byte, 1)), iflib.ErrInvalid)
 }
 
 // Copying out allocates nothing; nor does building a chain and freeing it
