@@ -237,7 +237,13 @@ func settleRetransmitting(t *testing.T, what string, l *txLedger, next uint32, p
 	}()
 	testutil.Settle(t, what, l.settled, l.progress, l.describe)
 	close(stop)
-	return <-done
+	seq := <-done
+	// The retransmitter may have offered a frame between Settle's last
+	// look and the stop (it checks settled, then sends): wait for that
+	// one too, so that the caller's next snapshot of sent and arrived
+	// frames sees nothing of this round still in flight.
+	testutil.Settle(t, what+" (the last retransmission)", l.settled, l.progress, l.describe)
+	return seq
 }
 
 // Lost and spurious interrupts: a lost one leaves its vector masked with
