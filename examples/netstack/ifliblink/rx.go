@@ -100,12 +100,13 @@ func (e *Endpoint) deliver(dp *dispatcher, m *iflib.Packet, n int) {
 	if n > splitAbove {
 		first = 1 << (bits.Len(uint(n)) - 1)
 	}
+	// m_copydata; n is the chain's length, so both ranges are in bounds.
 	v := buffer.NewViewSize(first)
-	copyChain(v.AsSlice(), m, 0)
+	_ = m.CopyData(0, v.AsSlice())
 	buf := buffer.MakeWithView(v)
 	if first < n {
 		w := buffer.NewViewSize(n - first)
-		copyChain(w.AsSlice(), m, first)
+		_ = m.CopyData(first, w.AsSlice())
 		_ = buf.Append(w) // a fresh view: never fails
 	}
 	m.Free()
@@ -116,20 +117,6 @@ func (e *Endpoint) deliver(dp *dispatcher, m *iflib.Packet, n int) {
 
 // splitAbove is the frame size above which deliver uses two views.
 const splitAbove = 4096
-
-// copyChain copies the chain's bytes from offset skip into dst (as many
-// as fit).
-func copyChain(dst []byte, m *iflib.Packet, skip int) {
-	for p := m; p != nil && len(dst) > 0; p = p.Next {
-		b := p.Bytes()
-		if skip >= len(b) {
-			skip -= len(b)
-			continue
-		}
-		dst = dst[copy(dst, b[skip:]):]
-		skip = 0
-	}
-}
 
 // dispatch hands a frame in v (which it takes) to the stack's NIC.
 func (e *Endpoint) dispatch(dp *dispatcher, v *buffer.View) {
