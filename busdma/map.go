@@ -8,25 +8,27 @@ package busdma
 // one queue). Different maps may be used concurrently, and the device may
 // access memory concurrently with loads and unloads of other maps.
 type Map struct {
-	tag *Tag
-	dev *Device
-	id  uint64
-	idx int // index in dev.maps; guarded by dev.mu
-
+	// The fields a load and an unload touch come first, in one cache line:
+	// a TX queue cycles through one map per descriptor, so each is cold
+	// when its slot comes round again.
 	state    mapState // owner only; read at teardown (Device.CheckLeaks)
 	nobounce bool     // bus_dmamem_alloc's map: never bounces (FreeBSD's nobounce_dmamap)
+	nsegs    int32    // segments of the current load
+	size     int      // bytes loaded
+	tag      *Tag
+	dev      *Device
+	chk      *mapCheck // nil unless the device has a checker
 
 	// The current load (owner only; capacities reused so the steady state
-	// allocates nothing).
+	// allocates nothing). A direct load (loadDirect) records none of them.
 	bufs    [][]byte  // the client buffers, in load order
-	size    int       // bytes loaded
-	nsegs   int       // segments of the current load
 	bpages  []int32   // bounce pages held (struct bus_dmamap: bpages)
 	bounced []bpiece  // what each bounce page stages
 	iova    []iovaRun // IOMMU allocations held
 	pieces  []piece   // bus address → buffer offset, kept only with a checker
 
-	chk *mapCheck // nil unless the device has a checker
+	id  uint64
+	idx int // index in dev.maps; guarded by dev.mu
 }
 
 type mapState uint8
@@ -83,6 +85,9 @@ func (m *Map) Load(buf []byte, segs []Segment) ([]Segment, error) {
 	if len(buf) == 0 || len(buf) > m.tag.maxsize {
 		return segs, errLoadLen
 	}
+	if out, ok := m.loadDirect(buf, segs); ok {
+		return out, nil
+	}
 	start := len(segs)
 	m.bufs = append(m.bufs[:0], buf)
 	segs, err := m.dev.be.loadBuf(m, 0, buf, segs, start)
@@ -96,6 +101,12 @@ func (m *Map) Load(buf []byte, segs []Segment) ([]Segment, error) {
 func (m *Map) LoadMulti(bufs [][]byte, segs []Segment) ([]Segment, error) {
 	if err := m.preLoad(); err != nil {
 		return segs, err
+	}
+	if len(bufs) == 1 && len(bufs[0]) != 0 && len(bufs[0]) <= m.tag.maxsize {
+		// One buffer (an mbuf chain of one): the direct load, if it applies.
+		if out, ok := m.loadDirect(bufs[0], segs); ok {
+			return out, nil
+		}
 	}
 	total := 0
 	for _, b := range bufs {
@@ -117,6 +128,36 @@ func (m *Map) LoadMulti(bufs [][]byte, segs []Segment) ([]Segment, error) {
 		}
 	}
 	return m.postLoad(segs, start, total, err)
+}
+
+// loadDirect is the O(1) load of a buffer that lies in one page through a
+// tag that can never bounce, on a physically addressed space (no IOMMU)
+// and without a checker: bounce_bus_dmamap_load_buffer's walk reduced to
+// its one step, the page's bus address (FreeBSD's pmap_kextract) plus the
+// offset, as one segment. Nothing is recorded but the map's state and
+// size: there are no bounce pages to stage and no checker pieces to keep,
+// so Unload has nothing to release. It reports false, leaving the map
+// untouched, for anything else (a buffer outside the space, one that
+// crosses a page, exceeds maxsegsz or crosses a boundary multiple): the
+// general load then gives the segments or the error.
+// Preconditions: preLoad passed, 0 < len(buf) <= maxsize.
+func (m *Map) loadDirect(buf []byte, segs []Segment) ([]Segment, bool) {
+	t := m.tag
+	pb := t.direct
+	if pb == nil || m.chk != nil {
+		return segs, false
+	}
+	off, ok := offsetIn(pb.pm.mem, pb.pm.base, buf)
+	n := len(buf)
+	if !ok || off&pageMask+n > PageSize || n > t.maxsegsz {
+		return segs, false
+	}
+	pa := pb.pm.phys[off>>pageShift] + BusAddr(off&pageMask)
+	if !t.boundOK(pa, n) {
+		return segs, false
+	}
+	m.state, m.size, m.nsegs = mapLoaded, n, 1
+	return append(segs, Segment{Addr: pa, Len: n}), true
 }
 
 func (m *Map) preLoad() error {
@@ -144,7 +185,7 @@ func (m *Map) postLoad(segs []Segment, start, size int, err error) ([]Segment, e
 	}
 	m.state = mapLoaded
 	m.size = size
-	m.nsegs = len(segs) - start
+	m.nsegs = int32(len(segs) - start)
 	if m.chk != nil {
 		m.dev.checkLoad(m)
 	}
@@ -191,6 +232,10 @@ func (m *Map) Unload() error {
 	}
 	if m.chk != nil {
 		m.dev.checkUnload(m)
+	} else if m.tag.direct != nil && len(m.bufs) == 0 {
+		// A direct load (loadDirect): nothing to release.
+		m.state, m.size, m.nsegs = mapIdle, 0, 0
+		return nil
 	}
 	m.dev.be.release(m)
 	m.reset()

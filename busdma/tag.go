@@ -55,6 +55,12 @@ type Tag struct {
 	maxsegsz    int
 	flags       TagFlags
 	couldBounce bool // BUS_DMA_COULD_BOUNCE
+
+	// direct is the space's backend when loads through the tag are plain
+	// page lookups: a physically addressed space (no IOMMU) and a tag
+	// that can never bounce. Map.Load and LoadMulti then map a buffer that
+	// lies in one page in O(1) (loadDirect). nil otherwise.
+	direct *physBackend
 }
 
 func newRootTag(d *Device) *Tag {
@@ -123,6 +129,9 @@ func NewTag(parent *Tag, cfg TagConfig) (*Tag, error) {
 	}
 	be := d.space.backend()
 	t.couldBounce = be.couldBounce(t) || parent.couldBounce
+	if pb, ok := be.(*physBackend); ok && !t.couldBounce {
+		t.direct = pb
+	}
 	if t.couldBounce && t.flags&AllocNow != 0 {
 		if err := be.allocNow(t); err != nil {
 			return nil, err
