@@ -96,7 +96,11 @@
 // Packets handed to the input callback belong to the stack, which frees
 // them with [Packet.Free] or transmits them. A freed packet is marked: a
 // second free is ignored and counted, and Transmit refuses it
-// ([ErrUseAfterFree]); [Zone.SetDebug] also reports where it was freed.
+// ([ErrUseAfterFree]) while it is still free. A zone's depot is LIFO, so a
+// stale pointer is usually live again at once; debug mode ([Zone.SetDebug],
+// on by default in race-detector builds: [DebugZonesByDefault]) quarantines
+// freed packets (FIFO), so that the stale use is refused, and reports where
+// the packet was freed.
 //
 // # Lifecycle and concurrency
 //

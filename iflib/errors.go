@@ -53,6 +53,9 @@ var (
 	// Transmit or Free after a Free (a failed Transmit frees the packet).
 	// Nothing was counted and the packet was not touched; with the busdma
 	// checker on, a report names where it was freed and where it was used.
+	// Caught only while the packet is still free: reliably in a zone's
+	// debug mode (Zone.SetDebug; the default under -race), which hands
+	// freed packets out again last.
 	ErrUseAfterFree = errors.New("iflib: packet used after it was freed")
 	// ErrNoPackets is an exhausted packet zone (uma_zalloc M_NOWAIT failing).
 	ErrNoPackets = errors.New("iflib: packet zone exhausted")

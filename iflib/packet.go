@@ -107,9 +107,7 @@ type Packet struct {
 	n    int    // m_len
 	zone *Zone
 	free atomic.Bool // true while in the zone or a cache: double frees and uses after free are caught
-	// freeSite is where the packet was last freed, in debug mode
-	// (Zone.SetDebug); written by the freeing goroutine before free is set.
-	freeSite string
+	idx  int32       // the packet's index in its zone (its debug-mode free site)
 }
 
 // Bytes returns the buffer's data (m_data, m_len). It aliases the cluster.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/goiflib/goiflib/busdma"
 	"github.com/goiflib/goiflib/internal/callsite"
+	"github.com/goiflib/goiflib/internal/race"
 )
 
 // Cluster sizes of FreeBSD's mbuf cluster zones (sys/sys/mbuf.h).
@@ -27,15 +29,27 @@ const (
 //
 // Invariants: each Packet is either in the depot or a cache (free = true)
 // or owned by exactly one holder (a caller, a ring slot, a free-list slot).
-// The depot is a LIFO stack under mu; [ZoneCache] moves packets in batches
-// so that a queue takes mu once per batch rather than once per packet.
+// The depot is a ring of the zone's packets under mu, taken from LIFO (the
+// cache-warm packet first); [ZoneCache] moves packets in batches so that a
+// queue takes mu once per batch rather than once per packet.
 //
 // Misuse: freeing a free packet is ignored and counted (DoubleFrees), and
 // Transmit refuses a free packet with ErrUseAfterFree. Because the depot
 // is LIFO, a stale pointer is usually handed out again at once and then
-// looks live; [Zone.SetDebug] makes the zone hand packets out in FIFO order
-// (a quarantine) and remember where each was freed, so stale uses are
-// caught and reported.
+// looks live: a retried Transmit of a packet a failed Transmit freed sends
+// the next owner's data with a nil error. Debug mode ([Zone.SetDebug])
+// makes the zone hand packets out in FIFO order (a quarantine: a freed
+// packet comes back only after every other free packet went out) with
+// the ZoneCaches passed through, and remember where each was freed, so
+// stale uses are caught (ErrUseAfterFree) and reported with the free site.
+//
+// Debug mode is on by default in race-detector builds (go test -race,
+// go build -race; [DebugZonesByDefault]), as the Go runtime turns on its
+// own checks there; SetDebug(nil) turns it off for one zone. Without
+// -race it is off: its cost, a stack capture (runtime.Callers, no
+// allocation) per free and the zone lock per Get and Free (ZoneCaches pass
+// through), is measured by BenchmarkZoneDebug (go test -run '^$' -bench
+// BenchmarkZoneDebug ./iflib).
 type Zone struct {
 	name   string
 	size   int
@@ -43,8 +57,12 @@ type Zone struct {
 	chunks [][]byte // the clusters' memory, one chunk each (AllocChunks)
 	space  busdma.Space
 
-	mu      sync.Mutex
-	stack   []*Packet       // guarded by mu: the free packets
+	mu sync.Mutex
+	// depot (guarded by mu) is a ring of the free packets: n of them from
+	// head on, cap(depot) = len(pkts) (a packet is in it at most once).
+	// LIFO takes the newest (depot[head+n-1]), FIFO the oldest (depot[head]).
+	depot   []*Packet
+	head, n int
 	waiters []chan struct{} // guarded by mu: GetWait callers, FIFO
 	// closed is set (with mu held) by Close once the memory went back to
 	// the space; every Get after it fails with ErrZoneClosed.
@@ -53,7 +71,7 @@ type Zone struct {
 	// last packet to come back closes it.
 	orphan atomic.Bool
 
-	debug atomic.Pointer[ZoneDebug]
+	debug atomic.Pointer[zoneDebug]
 
 	allocs atomic.Uint64 // packets handed out (uma allocs)
 	frees  atomic.Uint64 // packets returned
@@ -64,8 +82,26 @@ type Zone struct {
 // ZoneDebug receives a zone's misuse reports (see Zone.SetDebug).
 type ZoneDebug struct {
 	// Report is called for each misuse with a message naming the packet,
-	// where it was freed and where it was used again.
+	// where it was freed and where it was used again. nil: the misuse is
+	// still refused (ErrUseAfterFree) and reported to the device's busdma
+	// checker, if it has one.
 	Report func(msg string)
+}
+
+// DebugZonesByDefault is true in race-detector builds: every new Zone
+// starts in debug mode (see Zone.SetDebug), as if SetDebug(&ZoneDebug{})
+// had been called. It is false otherwise.
+const DebugZonesByDefault = race.Enabled
+
+// siteDepth is how many frames of a free's stack debug mode keeps.
+const siteDepth = 16
+
+// zoneDebug is a zone's debug state: the reporter and, per packet (by
+// Packet.idx), the program counters of its last free. Written by the
+// freeing goroutine before the packet goes back to the depot.
+type zoneDebug struct {
+	report func(msg string)
+	sites  [][siteDepth]uintptr
 }
 
 // NewZone carves count clusters of clusterSize bytes from space, each
@@ -85,13 +121,18 @@ func NewZone(space busdma.Space, name string, clusterSize, count int) (*Zone, er
 	if err != nil {
 		return nil, fmt.Errorf("iflib: zone %s: %w", name, err)
 	}
-	z := &Zone{name: name, size: clusterSize, pkts: make([]Packet, count), stack: make([]*Packet, 0, count), chunks: chunks, space: space}
+	z := &Zone{name: name, size: clusterSize, pkts: make([]Packet, count), depot: make([]*Packet, count), chunks: chunks, space: space}
 	for i := range z.pkts {
 		p := &z.pkts[i]
 		p.cl = chunks[i][:clusterSize:clusterSize]
 		p.zone = z
+		p.idx = int32(i)
 		p.free.Store(true)
-		z.stack = append(z.stack, p)
+		z.depot[i] = p
+	}
+	z.n = count
+	if DebugZonesByDefault {
+		z.SetDebug(&ZoneDebug{})
 	}
 	return z, nil
 }
@@ -109,7 +150,7 @@ func (z *Zone) Size() int { return len(z.pkts) }
 func (z *Zone) Available() int {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	return len(z.stack)
+	return z.n
 }
 
 // Outstanding returns how many packets are out of the depot and its
@@ -125,11 +166,25 @@ func (z *Zone) Outstanding() int {
 }
 
 // SetDebug turns on the zone's misuse detection (nil turns it off): packets
-// are handed out in FIFO order so that a freed packet is not reused at
-// once, each free records its call site, and a use after free or a double
-// free is reported to d.Report. Meant for tests; it costs a stack walk per
-// free.
-func (z *Zone) SetDebug(d *ZoneDebug) { z.debug.Store(d) }
+// are handed out in FIFO order so that a freed packet is not reused while
+// any other free packet is left (ZoneCaches pass through to the depot),
+// each free records its stack, and a use after free or a double free is
+// reported to d.Report, naming where the packet was freed and where it was
+// used again. A stale pointer is caught while its packet is in the
+// quarantine: once every other free packet was handed out, it is handed out
+// again and looks live. On by default in race-detector builds
+// ([DebugZonesByDefault]). Its cost without -race: BenchmarkZoneDebug.
+func (z *Zone) SetDebug(d *ZoneDebug) {
+	if d == nil {
+		z.debug.Store(nil)
+		return
+	}
+	z.debug.Store(&zoneDebug{report: d.Report, sites: make([][siteDepth]uintptr, len(z.pkts))})
+}
+
+// Debug reports whether the zone is in debug mode (SetDebug, or
+// DebugZonesByDefault).
+func (z *Zone) Debug() bool { return z.debug.Load() != nil }
 
 // ZoneStats are the zone's counters.
 type ZoneStats struct {
@@ -202,26 +257,38 @@ func (z *Zone) GetWait(ctx context.Context) (*Packet, error) {
 // pop takes a packet from the depot (LIFO; FIFO in debug mode).
 // Preconditions: z.mu held.
 func (z *Zone) pop() *Packet {
-	n := len(z.stack)
-	if n == 0 {
+	if z.n == 0 {
 		return nil
 	}
-	var p *Packet
+	i := z.head
 	if z.debug.Load() != nil {
-		p = z.stack[0]
-		copy(z.stack, z.stack[1:])
-	} else {
-		p = z.stack[n-1]
+		if z.head++; z.head == len(z.depot) {
+			z.head = 0
+		}
+	} else if i += z.n - 1; i >= len(z.depot) {
+		i -= len(z.depot)
 	}
-	z.stack[n-1] = nil
-	z.stack = z.stack[:n-1]
+	z.n--
+	p := z.depot[i]
+	z.depot[i] = nil
 	return p
+}
+
+// push puts a free packet in the depot.
+// Preconditions: z.mu held; p is not in the depot.
+func (z *Zone) push(p *Packet) {
+	i := z.head + z.n
+	if i >= len(z.depot) {
+		i -= len(z.depot)
+	}
+	z.depot[i] = p
+	z.n++
 }
 
 // wakeLocked wakes the oldest GetWait caller.
 // Preconditions: z.mu held.
 func (z *Zone) wakeLocked() {
-	if len(z.waiters) > 0 && len(z.stack) > 0 {
+	if len(z.waiters) > 0 && z.n > 0 {
 		close(z.waiters[0])
 		z.waiters = z.waiters[1:]
 	}
@@ -233,23 +300,24 @@ func (z *Zone) take(p *Packet) {
 	p.Next = nil
 	p.Hdr = PktHdr{}
 	p.off, p.n = 0, 0
-	if p.freeSite != "" {
-		p.freeSite = ""
-	}
 }
 
 // release marks p free. It reports false (and counts a double free) when p
 // already was. The caller counts the free.
 func (z *Zone) release(p *Packet) bool {
+	d := z.debug.Load()
 	if !p.free.CompareAndSwap(false, true) {
 		z.double.Add(1)
-		if d := z.debug.Load(); d != nil && d.Report != nil {
-			d.Report(fmt.Sprintf("iflib: zone %s: packet %p freed twice: first at %s, again at %s", z.name, p, p.freeSite, callerSite()))
+		if d != nil && d.report != nil {
+			d.report(fmt.Sprintf("iflib: zone %s: packet %p freed twice: first at %s, again at %s", z.name, p, d.site(p), callerSite()))
 		}
 		return false
 	}
-	if z.debug.Load() != nil {
-		p.freeSite = callerSite()
+	if d != nil {
+		// The stack of this free (runtime.Callers: no allocation), named
+		// only if the packet is misused (site).
+		s := &d.sites[p.idx]
+		clear(s[runtime.Callers(2, s[:]):])
 	}
 	p.Next = nil
 	if z.orphan.Load() {
@@ -284,7 +352,7 @@ func (z *Zone) put(p *Packet) {
 	}
 	z.frees.Add(1)
 	z.mu.Lock()
-	z.stack = append(z.stack, p)
+	z.push(p)
 	z.wakeLocked()
 	z.mu.Unlock()
 }
@@ -292,15 +360,21 @@ func (z *Zone) put(p *Packet) {
 // usedAfterFree reports a use of a free packet (see ErrUseAfterFree) to the
 // debug reporter and returns the message.
 func (z *Zone) usedAfterFree(p *Packet, use string) string {
-	freed := p.freeSite
-	if freed == "" {
-		freed = "? (Zone.SetDebug records it)"
-	}
-	msg := fmt.Sprintf("iflib: zone %s: packet %p used after free: freed at %s, %s at %s", z.name, p, freed, use, callerSite())
-	if d := z.debug.Load(); d != nil && d.Report != nil {
-		d.Report(msg)
+	d := z.debug.Load()
+	msg := fmt.Sprintf("iflib: zone %s: packet %p used after free: freed at %s, %s at %s", z.name, p, d.site(p), use, callerSite())
+	if d != nil && d.report != nil {
+		d.report(msg)
 	}
 	return msg
+}
+
+// site names where p was last freed: the first frame outside iflib of the
+// stack its free recorded.
+func (d *zoneDebug) site(p *Packet) string {
+	if d == nil {
+		return "? (Zone.SetDebug records it)"
+	}
+	return callsite.OutsideOf("github.com/goiflib/goiflib/iflib", d.sites[p.idx][:])
 }
 
 // callerSite is the first caller outside this package.
@@ -325,8 +399,8 @@ func (z *Zone) getBatch(dst []*Packet) int {
 // putBatch returns packets (already marked free) to the depot.
 func (z *Zone) putBatch(src []*Packet) {
 	z.mu.Lock()
-	z.stack = append(z.stack, src...)
-	for range src {
+	for _, p := range src {
+		z.push(p)
 		z.wakeLocked()
 	}
 	z.mu.Unlock()

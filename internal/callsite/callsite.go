@@ -13,10 +13,26 @@ import (
 // goroutine's stack whose function is not in the package with import path
 // pkg (its methods and closures included), or "?" when every frame is.
 func Outside(pkg string) string {
-	prefix := pkg + "."
 	var pcs [24]uintptr
 	n := runtime.Callers(2, pcs[:])
-	fr := runtime.CallersFrames(pcs[:n])
+	return OutsideOf(pkg, pcs[:n])
+}
+
+// OutsideOf is Outside for a stack recorded earlier with runtime.Callers
+// (pcs, ending at its first zero): "file:line" of its innermost frame
+// outside pkg, or "?" when there is none.
+func OutsideOf(pkg string, pcs []uintptr) string {
+	prefix := pkg + "."
+	for i, pc := range pcs {
+		if pc == 0 {
+			pcs = pcs[:i]
+			break
+		}
+	}
+	if len(pcs) == 0 {
+		return "?"
+	}
+	fr := runtime.CallersFrames(pcs)
 	for {
 		f, more := fr.Next()
 		if !strings.HasPrefix(f.Function, prefix) {
