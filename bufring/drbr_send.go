@@ -2,6 +2,7 @@ package bufring
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/goiflib/goiflib/internal/wait"
 )
@@ -42,7 +43,7 @@ func (d *DRBR[T]) Transmit(v T) error {
 				// A restart came in: the general path below retries.
 			}
 			vs := [1]T{v}
-			_, err := d.sendLocked(vs[:])
+			_, err := d.sendLocked(vs[:], nil)
 			return err
 		}
 	}
@@ -64,6 +65,36 @@ func (d *DRBR[T]) Transmit(v T) error {
 // Xmit may have replaced an item (DRBRConfig.Xmit); the replacement is what
 // d keeps. vs itself is not retained.
 func (d *DRBR[T]) TransmitBurst(vs []T) (int, error) {
+	return d.transmitBurst(vs, nil)
+}
+
+// TransmitBurstErrs is TransmitBurst reporting which items Xmit dropped
+// during this call: errs[i] is Xmit's error for vs[i] when the caller's
+// own call sent vs[i] directly and Xmit dropped it (d owned it: freed and
+// counted), and nil for every other item d took (sent, or deferred, whose
+// later drop is not the caller's to see). When it returns n < len(vs)
+// with an error (the close error, or ErrUninitialized), errs[n:] are set
+// to it and vs[n:] still belong to the caller. errs must be at least as long as vs, else it
+// returns a *ConfigError matching ErrInvalid and takes nothing. It returns
+// what TransmitBurst returns and allocates nothing.
+func (d *DRBR[T]) TransmitBurstErrs(vs []T, errs []error) (int, error) {
+	if len(errs) < len(vs) {
+		return 0, &ConfigError{Pkg: "bufring", Field: "TransmitBurstErrs(errs)", Value: len(errs), Reason: "want len(errs) >= len(vs) (" + strconv.Itoa(len(vs)) + ")"}
+	}
+	errs = errs[:len(vs)]
+	clear(errs)
+	n, err := d.transmitBurst(vs, errs)
+	if n < len(vs) {
+		for i := n; i < len(vs); i++ {
+			errs[i] = err
+		}
+	}
+	return n, err
+}
+
+// transmitBurst is TransmitBurst; errs is nil or as long as vs, cleared,
+// and receives each direct drop (sendLocked).
+func (d *DRBR[T]) transmitBurst(vs []T, errs []error) (int, error) {
 	if !d.ok() {
 		return 0, ErrUninitialized
 	}
@@ -79,7 +110,7 @@ func (d *DRBR[T]) TransmitBurst(vs []T) (int, error) {
 		case s&(stLocked|stStalled) == 0:
 			// The lock is free: send directly, no enqueue-then-kick.
 			if d.state.CompareAndSwap(s, s|stLocked) {
-				return d.sendLocked(vs)
+				return d.sendLocked(vs, errs)
 			}
 		case s&stStalled != 0 || d.unlimited:
 			// Stalled: defer without calling xmit (nobody may until a
@@ -95,7 +126,7 @@ func (d *DRBR[T]) TransmitBurst(vs []T) (int, error) {
 				d.returned.Add(uint64(len(vs)))
 				return 0, err
 			}
-			return d.sendLocked(vs)
+			return d.sendLocked(vs, errs)
 		}
 	}
 }
@@ -107,8 +138,11 @@ func (d *DRBR[T]) TransmitBurst(vs []T) (int, error) {
 // sender releases the lock first and then waits for space like a deferring
 // sender, because Restart (which makes room) only try-locks.
 //
+// errs, if not nil, is as long as vs: errs[i] receives Xmit's error for
+// each of vs it dropped.
+//
 // Preconditions: stLocked held; released on return.
-func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
+func (d *DRBR[T]) sendLocked(vs []T, errs []error) (int, error) {
 	// drbr_needs_enqueue: bypass the ring only when it is empty. First
 	// send what is deferred (unless the queue is stalled). A slot reserved
 	// by another sender and not yet published hides the items behind it,
@@ -128,8 +162,13 @@ func (d *DRBR[T]) sendLocked(vs []T) (int, error) {
 		}
 		d.cur = vs[i]
 		if err := d.cfg.Xmit(&d.cur); err != ErrRefused {
-			if err != nil && dropped == nil {
-				dropped = err
+			if err != nil {
+				if dropped == nil {
+					dropped = err
+				}
+				if errs != nil {
+					errs[i] = err
+				}
 			}
 			d.h.direct++
 			d.unrung++
