@@ -72,8 +72,9 @@ func (c *Context) Transmit(m *Packet) error {
 // say which: TransmitBatchErrs does. (In drbr mode a packet the driver's
 // encap dropped inside this call is reported by its error but still
 // counted among the accepted: bufring.DRBR.TransmitBurst does not say how
-// many it dropped. TransmitBatchErrs is exact there too.) Every entry of
-// pkts is set to nil; the slice is not kept.
+// many it dropped. TransmitBatchErrs is exact there too, through
+// bufring.DRBR.TransmitBurstErrs.) Every entry of pkts is set to nil; the
+// slice is not kept.
 func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
 	n, err := c.transmitBatch(pkts, nil)
 	clear(pkts)
@@ -97,9 +98,9 @@ func (c *Context) TransmitBatch(pkts []*Packet) (int, error) {
 // Accepted means what it means for Transmit: in mpring mode a packet is
 // accepted once it is in the mp_ring, and a later failure of its mapping
 // in the drain is counted, not reported; in drbr mode a deferred packet's
-// later failure likewise, and each packet takes its own send-or-defer
-// decision (DRBR reports a drop per call, not per item of a burst), so a
-// batch costs what as many Transmit calls cost there.
+// later failure likewise. In drbr mode a run is one send-or-defer decision
+// (bufring.DRBR.TransmitBurstErrs), as in TransmitBatch, and a packet the
+// driver's encap dropped during the call is reported at its index.
 func (c *Context) TransmitBatchErrs(pkts []*Packet, errs []error) int {
 	if len(errs) < len(pkts) {
 		pkts = pkts[:len(errs)]

@@ -66,31 +66,40 @@ func (p *drbrPath) send(m *Packet) error {
 }
 
 func (p *drbrPath) sendBatch(ms []*Packet, errs []error) (int, error) {
+	var n int
+	var err error
 	if errs != nil {
-		// TransmitBurst reports the first of the caller's items xmit
-		// dropped, not which one: send one at a time to know.
-		sent := 0
-		var first error
-		for i, m := range ms {
-			if err := p.send(m); err != nil {
-				errs[i] = err
-				if first == nil {
-					first = err
-				}
-				continue
-			}
-			sent++
-		}
-		return sent, first
+		// errs[i]: the drop of ms[i] by encap inside this call, or (for
+		// ms[n:]) the close error.
+		n, err = p.br.TransmitBurstErrs(ms, errs)
+	} else {
+		n, err = p.br.TransmitBurst(ms)
 	}
-	n, err := p.br.TransmitBurst(ms)
 	if err != nil && errors.Is(err, bufring.ErrClosed) {
-		for _, m := range ms[n:] {
+		for i, m := range ms[n:] {
 			p.q.ctx.dropTx(p.q, m, ErrNotRunning)
+			if errs != nil {
+				errs[n+i] = ErrNotRunning
+			}
 		}
-		return n, ErrNotRunning
+		if errs == nil {
+			return n, ErrNotRunning
+		}
 	}
-	return n, err
+	if errs == nil {
+		return n, err
+	}
+	// Exact: an item encap dropped is not accepted.
+	sent := 0
+	var first error
+	for _, e := range errs {
+		if e == nil {
+			sent++
+		} else if first == nil {
+			first = e
+		}
+	}
+	return sent, first
 }
 
 func (p *drbrPath) task() {
