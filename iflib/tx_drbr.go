@@ -2,6 +2,7 @@ package iflib
 
 import (
 	"errors"
+	"runtime"
 
 	"github.com/goiflib/goiflib/bufring"
 )
@@ -62,7 +63,33 @@ func (p *drbrPath) send(m *Packet) error {
 	if err != nil && errors.Is(err, bufring.ErrClosed) {
 		return p.q.ctx.dropTx(p.q, m, ErrNotRunning)
 	}
+	p.yieldIfStalled()
 	return err
+}
+
+// yieldIfStalled lets the device and the TX task run when this sender
+// leaves the queue stalled (its packet, or the one it deferred, waits for
+// descriptors): they come back only when the device's completion and the
+// TX task's Restart get a CPU. A sender that went on building packets
+// meanwhile would fill the buf_ring with packets that go cache-cold before
+// they are sent: at GOMAXPROCS 1 about half of all packets went through
+// the buf_ring, a ringful per stall (sysctl br_deferred against
+// br_stalls), where simple_tx's sender drops one packet and yields. With
+// the yield a stall defers about one packet per sender, and drbr's CPU per
+// packet at GOMAXPROCS 1 went from 1.05–1.08× simple_tx's to 0.99–1.01×
+// at 2 to 32 senders (medians of 5 alternating runs, each side by side
+// with simple_tx; issue 24):
+//
+//	go test -run '^$' -bench '^BenchmarkSeed003Rounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
+//
+// Not FreeBSD's (its sender returns at once; docs/freebsd.md). A yield is
+// not a drop: the packet is deferred, and a sender still blocks only for
+// the lock or for ring space, as bufring.DRBR documents. It runs outside
+// DRBR's lock.
+func (p *drbrPath) yieldIfStalled() {
+	if p.br.Stalled() {
+		runtime.Gosched()
+	}
 }
 
 func (p *drbrPath) sendBatch(ms []*Packet, errs []error) (int, error) {
@@ -86,6 +113,7 @@ func (p *drbrPath) sendBatch(ms []*Packet, errs []error) (int, error) {
 			return n, ErrNotRunning
 		}
 	}
+	p.yieldIfStalled()
 	if errs == nil {
 		return n, err
 	}
