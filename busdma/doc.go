@@ -50,4 +50,16 @@
 // The price is that the teardown checks ([Device.CheckLeaks],
 // [Device.LoadedMaps], [Device.Close]) must run after the map owners have
 // stopped.
+//
+// # Cost
+//
+// On a physically addressed space (no IOMMU), through a tag that can never
+// bounce ([Tag.CouldBounce] false) and without a checker, [Map.Load] and a
+// one-buffer [Map.LoadMulti] of a buffer that lies in one page (an iflib
+// cluster) take the direct load: the page's bus address plus the offset
+// (FreeBSD's pmap_kextract), one segment, nothing recorded, so the Unload
+// that follows releases nothing. Everything else takes the page walk of
+// bounce_bus_dmamap_load_buffer, which gives the same segments for such a
+// buffer. The direct load and unload of 1024 cold maps in turn, as a TX
+// ring's: go test -run '^$' -bench MapRing ./busdma/.
 package busdma
