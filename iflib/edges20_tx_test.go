@@ -74,10 +74,10 @@ func sendRetry(t testing.TB, r *simnictest.Rig, spec simnictest.FrameSpec) {
 // finish the window between two periods) proves nothing either way and
 // is retried with twice the interval; the test fails if the premise
 // never holds.
-func timerWindow(t *testing.T, first time.Duration, body func(t *testing.T, interval time.Duration) bool) {
+func timerWindow(t *testing.T, first time.Duration, tries int, body func(t *testing.T, interval time.Duration) bool) {
 	t.Helper()
 	iv := first
-	for try := 0; try < 6; try++ {
+	for try := 0; try < tries; try++ {
 		if body(t, iv) {
 			return
 		}
@@ -104,9 +104,11 @@ func TestTxWatchdogQuietDeferredWriteBackNotReset(t *testing.T) {
 			c    simnic.TxCompletion
 		}{{"dd", simnic.TxCompletionDD}, {"headwb", simnic.TxCompletionHeadWB}} {
 			t.Run(mode.String()+"/"+wb.name, func(t *testing.T) {
-				timerWindow(t, 20*time.Millisecond, func(t *testing.T, iv time.Duration) bool {
+				// simnic defers a write-back by at most 1 s (WBDelay), so
+				// the intervals stop at 80 ms: 7.5 periods of watching.
+				timerWindow(t, 20*time.Millisecond, 3, func(t *testing.T, iv time.Duration) bool {
 					rec := &simnictest.Recorder{}
-					r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, WBThresh: 2, WBDelay: 40 * iv, TxCompletion: wb.c},
+					r := simnictest.New(t, simnictest.Options{NIC: simnic.Config{NTxd: 64, NRxd: 64, WBThresh: 2, WBDelay: time.Second, TxCompletion: wb.c},
 						Config: iflib.Config{TxMode: mode, NoTxBatch: true, TimerInterval: iv}, Peer: rec})
 					defer r.Close()
 					k0 := r.Driver.Stats().TimerPeriods
@@ -122,7 +124,7 @@ func TestTxWatchdogQuietDeferredWriteBackNotReset(t *testing.T) {
 						return false
 					}
 					testutil.Eventually(t, "the third frame on the wire", func() bool { return rec.Len() == 3 })
-					time.Sleep(15 * iv) // its completion held back for 40 periods
+					time.Sleep(min(15*iv, 600*time.Millisecond)) // its completion held back for 1 s
 					v, _ := r.Ctx.SysctlValue("dev.simnic.0.iflib.txq0.txq_processed")
 					require.EqualValues(t, 2, v, "the third completion was written back early: the test shows nothing")
 					require.Zero(t, r.Ctx.WatchdogEvents(), "a quiet queue with a deferred write-back was reset")
@@ -141,16 +143,25 @@ func TestTxWatchdogQuietDeferredWriteBackNotReset(t *testing.T) {
 func TestTxWatchdogQuietTailHeldBackNotReset(t *testing.T) {
 	for _, mode := range txModes {
 		t.Run(mode.String(), func(t *testing.T) {
-			timerWindow(t, 5*time.Millisecond, func(t *testing.T, iv time.Duration) bool {
+			timerWindow(t, 5*time.Millisecond, 6, func(t *testing.T, iv time.Duration) bool {
 				f := newFake(t, fakeOpts{cfg: iflib.Config{TxMode: mode, NoTxBatch: true, TimerInterval: iv, TxWatchdogPeriods: 4}})
 				z := f.zone(iflib.MCLBytes, 64)
 				require.NoError(t, f.ctx.Init())
 				f.setHold(true)
 				k0 := f.timerPeriods.Load()
 				for i := 0; i < 4; i++ {
-					require.NoError(t, f.ctx.Transmit(pkt(t, z, 100, byte(i))))
+					if err := f.ctx.Transmit(pkt(t, z, 100, byte(i))); err != nil {
+						// Only a (rightful) reset may refuse it: the
+						// four packets took longer than the window.
+						require.ErrorIs(t, err, iflib.ErrNotRunning)
+						require.NotZero(t, f.ctx.WatchdogEvents(), "refused without a reset")
+						f.setHold(false)
+						f.complete(-1)
+						f.close(z)
+						return false
+					}
 				}
-				testutil.Eventually(t, "four packets on the ring", func() bool { return f.ctx.TxBacklog(0) == 4 })
+				testutil.Eventually(t, "four packets on the ring (or a reset)", func() bool { return f.ctx.TxBacklog(0) == 4 || f.ctx.WatchdogEvents() > 0 })
 				// A busy machine may let the watchdog count its periods (and
 				// reset the queue, rightly) before the report: then the
 				// premise failed and the reset proves nothing.
