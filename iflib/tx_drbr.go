@@ -76,9 +76,11 @@ func (p *drbrPath) send(m *Packet) error {
 // the buf_ring, a ringful per stall (sysctl br_deferred against
 // br_stalls), where simple_tx's sender drops one packet and yields. With
 // the yield a stall defers about one packet per sender, and drbr's CPU per
-// packet at GOMAXPROCS 1 went from 1.05–1.08× simple_tx's to 0.99–1.01×
-// at 2 to 32 senders (medians of 5 alternating runs, each side by side
-// with simple_tx; issue 24):
+// packet at GOMAXPROCS 1, against simple_tx's in the same run, went from
+// 0.99–1.13× (median of 5 runs at each of 1 to 64 senders) to 0.97–1.03×;
+// at GOMAXPROCS 2 it stayed 0.53–0.72× (0.54–0.72× with the yield), and
+// Gb/s against mp_ring's stayed 1.4–2.9× (builds without and with the
+// yield alternating, a shared 2-CPU machine at load 6–14; issue 24):
 //
 //	go test -run '^$' -bench '^BenchmarkSeed003Rounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
 //
