@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/iflib"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // TestTransmitBatchErrs: one batch mixing good packets, a bad length, a
@@ -118,6 +119,11 @@ func TestTransmitBatchErrs(t *testing.T) {
 				require.Len(t, fr, 64)
 				require.Equal(t, uint32(accepted[k]), binary.BigEndian.Uint32(fr), "frame %d", k)
 			}
+			// The consumer publishes its pass's counters after the doorbell:
+			// wait for them rather than read them beside the wire.
+			testutil.Eventually(t, "opackets published", func() bool {
+				return txStats(t, f.ctx).OPackets-before.OPackets >= uint64(len(accepted))
+			})
 			assert.Equal(t, uint64(len(accepted)), txStats(t, f.ctx).OPackets-before.OPackets)
 
 			// After Stop: the good packet is dropped as not running, the
