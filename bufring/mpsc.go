@@ -51,7 +51,10 @@ const closedBit = 1 << 63
 //     no wake-up is lost; Parks counts the parks). EnqueueWait and
 //     EnqueueBurstWait spin, yield, then park (internal/wait's policy);
 //     each release by the consumer wakes one of them per slot released.
-//     Close wakes everyone.
+//     With GOMAXPROCS 1 a producer parks at once when another is parked
+//     already, and a release wakes one producer, which wakes the next if
+//     space is left (mpsc_enqueue.go has the protocol and why no wake-up
+//     is lost). Close wakes everyone.
 //
 // The order of items is the order of reservations (the CAS on the tail).
 // An Enqueue that returned is visible to the consumer once every
@@ -131,10 +134,20 @@ type MPSC[T any] struct {
 	sleeping shm.Uint32
 	// parks counts the consumer's parks (Parks).
 	parks shm.Uint64
+	// oneP is 1 while GOMAXPROCS is 1 (read at NewMPSC, refreshed by the
+	// consumer at each park): producers waiting for space then park at
+	// once when another is parked already (mpsc_enqueue.go).
+	oneP shm.Uint32
+	// producerParks counts producers that blocked on space (after their
+	// re-check on the queue found the ring still full).
+	producerParks shm.Uint64
 
 	_ cpu.CacheLinePad // producers' waiters below
 
 	space wait.Queue // producers parked until the consumer releases slots
+	// waking is 1 while a producer the consumer woke (with GOMAXPROCS 1)
+	// has not yet returned from its park (mpsc_enqueue.go).
+	waking shm.Uint32
 
 	_ cpu.CacheLinePad
 }
@@ -146,14 +159,28 @@ func NewMPSC[T any](size int) (*MPSC[T], error) {
 	if err := checkSize("NewMPSC", size, unsafe.Sizeof(*new(T))+8); err != nil {
 		return nil, err
 	}
-	return &MPSC[T]{
+	q := &MPSC[T]{
 		vals:  make([]T, size),
 		seqs:  make([]shm.Uint64, size),
 		mask:  uint64(size - 1),
 		batch: batchFor(size),
 		wake:  make(chan struct{}, 1),
-		procs: runtime.GOMAXPROCS(0),
-	}, nil
+	}
+	q.setProcs()
+	return q, nil
+}
+
+// setProcs reads GOMAXPROCS into procs (the consumer's) and oneP (the
+// producers'), storing oneP only when it changes.
+func (q *MPSC[T]) setProcs() {
+	q.procs = runtime.GOMAXPROCS(0)
+	var one uint32
+	if q.procs == 1 {
+		one = 1
+	}
+	if q.oneP.Load() != one {
+		q.oneP.Store(one)
+	}
 }
 
 // batchFor is the consumer's publication batch for a ring of size slots:

@@ -39,7 +39,7 @@ func (q *MPSC[T]) publishHead() {
 	q.head.Store(q.next)
 	q.pub = q.next
 	if q.space.Waiting() {
-		q.space.Wake(int(min(freed, 1<<30)))
+		q.wakeSpace(freed)
 	}
 }
 

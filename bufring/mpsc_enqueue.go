@@ -93,14 +93,93 @@ func (q *MPSC[T]) hasSpace() bool {
 	return t&closedBit != 0 || t-q.head.Load() <= q.mask
 }
 
-// waitSpace waits (spin, yield, park) until the ring has a free slot or is
-// closed, or ctx is done. b carries the wait's progress across retries.
+// The producers' wait for space. With GOMAXPROCS > 1 a producer that
+// finds the ring full spins, yields and then parks (internal/wait's
+// policy), and each release by the consumer wakes one parked producer
+// per slot freed: the consumer may be freeing slots on another P within
+// the spins, and the woken run beside it.
+//
+// With GOMAXPROCS 1 both are wrong. Only the consumer frees slots and it
+// cannot run while a producer spins; a yield lets it run only after every
+// other runnable goroutine, and with many producers those are producers
+// that find the ring full and yield in turn: at 64 producers that
+// round-robin of yields, not the items, took most of the CPU. And a
+// woken producer cannot run before the consumer stops, so waking one per
+// slot freed at each of a drain's releases wakes every producer, most of
+// which then find the ring full again (the first one fills it) and pay a
+// park each. So with GOMAXPROCS 1 a producer that finds another one
+// already parked parks at once (the first to wait still spins and yields
+// first: alone, a yield hands the P to the consumer for less than a park
+// and a wake-up), and a release wakes one producer, and none while a
+// producer woken earlier has not yet run (waking is 1); that producer,
+// when it runs, wakes the next if there is space (a chain that stops
+// where the space does):
+//
+//	waker (wakeOne)                     woken producer (waitSpace)
+//	if waking.CompareAndSwap(0, 1) {    return from park
+//	   if space.Wake(1) == 0 {          if waking.Swap(0) != 0 &&
+//	      waking.Store(0)                  space.Waiting() && hasSpace() {
+//	      re-check, retry }}               wakeOne() }
+//
+// No wake-up is lost. Whoever sets waking either wakes a producer that
+// will clear it after it returns from its park, or clears it itself; and
+// whoever clears it re-checks space and waiters afterwards. A release that
+// skips its wake because waking is 1 stored head before that load, so
+// the later clear's re-check sees the release's space and every producer
+// that registered before the release's check of the queue; one that
+// registers after it re-checks the space itself (internal/wait's
+// handshake). Extra wake-ups are harmless: a woken producer re-checks.
+
+// spaceOrBlock is the re-check a producer makes after registering on
+// space: true if it need not block; false (counted in producerParks) if
+// it is about to.
+func (q *MPSC[T]) spaceOrBlock() bool {
+	if q.hasSpace() {
+		return true
+	}
+	q.producerParks.Add(1)
+	return false
+}
+
+// waitSpace waits until the ring has a free slot or is closed, or ctx is
+// done (see above). b carries the wait's progress across retries.
 func (q *MPSC[T]) waitSpace(ctx context.Context, b *wait.Backoff) error {
-	if b.Next() {
+	if (q.oneP.Load() == 0 || !q.space.Waiting()) && b.Next() {
 		return nil
 	}
-	defer b.Reset()
-	return q.space.Park(ctx, q.hasSpace)
+	b.Reset()
+	err := q.space.Park(ctx, q.spaceOrBlock)
+	if q.waking.Load() != 0 && q.waking.Swap(0) != 0 && q.space.Waiting() && q.hasSpace() {
+		q.wakeOne()
+	}
+	return err
+}
+
+// wakeSpace is the consumer's wake-up of parked producers after freeing
+// freed slots (see above).
+//
+// Preconditions: called by the consumer, after storing head, when
+// space.Waiting() reported waiters.
+func (q *MPSC[T]) wakeSpace(freed uint64) {
+	if q.procs > 1 {
+		q.space.Wake(int(min(freed, 1<<30)))
+		return
+	}
+	q.wakeOne()
+}
+
+// wakeOne wakes one parked producer unless one woken earlier has not yet
+// run (see above).
+func (q *MPSC[T]) wakeOne() {
+	for q.waking.Load() == 0 && q.waking.CompareAndSwap(0, 1) {
+		if q.space.Wake(1) != 0 {
+			return
+		}
+		q.waking.Store(0)
+		if !q.space.Waiting() || !q.hasSpace() {
+			return
+		}
+	}
 }
 
 // EnqueueWait adds v at the tail, waiting while the ring is full. It

@@ -2,7 +2,6 @@ package bufring
 
 import (
 	"context"
-	"runtime"
 
 	"github.com/goiflib/goiflib/internal/shm"
 )
@@ -109,7 +108,7 @@ func (q *MPSC[T]) awaitItems(ctx context.Context) error {
 //
 // Preconditions: called by the consumer.
 func (q *MPSC[T]) park(ctx context.Context) error {
-	q.procs = runtime.GOMAXPROCS(0) // refreshed here, off the item path
+	q.setProcs() // refreshed here, off the item path
 	q.sleeping.Store(1)
 	if q.published() {
 		q.sleeping.Store(0)

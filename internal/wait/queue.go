@@ -94,18 +94,20 @@ func (q *Queue) remove(w *waiter) bool {
 	return false
 }
 
-// Wake wakes up to k parked goroutines, oldest first (k ≤ 0 wakes none).
-func (q *Queue) Wake(k int) {
+// Wake wakes up to k parked goroutines, oldest first (k ≤ 0 wakes none),
+// and returns how many it woke.
+func (q *Queue) Wake(k int) int {
 	if k <= 0 {
-		return
+		return 0
 	}
 	q.mu.Lock()
-	q.wakeLocked(k)
+	k = q.wakeLocked(k)
 	q.mu.Unlock()
+	return k
 }
 
 // wakeLocked is Wake for k > 0 with q.mu held.
-func (q *Queue) wakeLocked(k int) {
+func (q *Queue) wakeLocked(k int) int {
 	k = min(k, len(q.list))
 	for i := 0; i < k; i++ {
 		q.list[i].p.Unpark()
@@ -114,6 +116,7 @@ func (q *Queue) wakeLocked(k int) {
 	clear(q.list[n:])
 	q.list = q.list[:n]
 	q.n.Add(int32(-k))
+	return k
 }
 
 // WakeAll wakes every parked goroutine.
