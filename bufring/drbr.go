@@ -26,10 +26,10 @@ const (
 	// before) iflib's drbr mode cost 0.85–1.9 µs of CPU per packet, with
 	// 256 slots 0.7–1.35 µs and less at every fan-in from 1 to 64 and at
 	// GOMAXPROCS 1 and 2 (medians of 5, side by side in one run on a
-	// shared 2-CPU machine; BenchmarkSeed003Rounds, drbr against
+	// shared 2-CPU machine; BenchmarkDRBRRounds, drbr against
 	// drbr-2048):
 	//
-	//	go test -run '^$' -bench '^BenchmarkSeed003Rounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
+	//	go test -run '^$' -bench '^BenchmarkDRBRRounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
 	DefaultDRBRSize = 256
 	// DefaultMaxProducers = 1 (net.iflib.simple_max_producers): at most
 	// one sender at a time defers into the ring while the lock is held;

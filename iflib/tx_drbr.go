@@ -82,7 +82,7 @@ func (p *drbrPath) send(m *Packet) error {
 // Gb/s against mp_ring's stayed 1.4–2.9× (builds without and with the
 // yield alternating, a shared 2-CPU machine at load 6–14; issue 24):
 //
-//	go test -run '^$' -bench '^BenchmarkSeed003Rounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
+//	go test -run '^$' -bench '^BenchmarkDRBRRounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
 //
 // Not FreeBSD's (its sender returns at once; docs/freebsd.md). A yield is
 // not a drop: the packet is deferred, and a sender still blocks only for

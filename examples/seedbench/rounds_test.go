@@ -8,26 +8,27 @@ import (
 	"github.com/goiflib/goiflib/iflib"
 )
 
-// seed003RoundPkts is how many transmit attempts one round of
-// BenchmarkSeed003Rounds gives each mode before the next mode's turn.
-const seed003RoundPkts = 20000
+// drbrRoundPkts is how many transmit attempts one round of
+// BenchmarkDRBRRounds gives each mode before the next mode's turn.
+const drbrRoundPkts = 20000
 
-// BenchmarkSeed003Rounds is BenchmarkSeed003 with the modes measured side
+// BenchmarkDRBRRounds is BenchmarkSeed003 with the modes measured side
 // by side: one rig per mode, all open at once, and the b.N attempts of
-// each mode made in rounds of seed003RoundPkts, the modes taking turns
+// each mode made in rounds of drbrRoundPkts, the modes taking turns
 // (mpring, simple, drbr, drbr-2048, then the reverse order), so that load
 // from elsewhere on the machine falls on every mode alike. drbr is iflib's
 // drbr mode with a buf_ring of bufring.DefaultDRBRSize (256) slots;
 // drbr-2048 is the same with 2048 slots, the size both defaults had
 // before, kept as the comparison that shows what the ring's depth costs
 // (packets deferred behind a full descriptor ring wait in memory that
-// has left the cache by the time the device reads them). Besides each mode's Gb/s and cpu-ns/pkt (process CPU time per
-// frame on the wire) it reports the ratios of the drbr targets:
+// has left the cache by the time the device reads them). Besides each
+// mode's Gb/s and cpu-ns/pkt (process CPU time per frame on the wire) it
+// reports the ratios of the drbr targets:
 // drbr-cpu-x-simple (drbr's cpu-ns/pkt ÷ simple_tx's, target ≤ 1) and
 // drbr-gbps-x-mpring (drbr's Gb/s ÷ mp_ring's, target ≥ 1 from 2 senders).
 //
-//	go test -run '^$' -bench '^BenchmarkSeed003Rounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
-func BenchmarkSeed003Rounds(b *testing.B) {
+//	go test -run '^$' -bench '^BenchmarkDRBRRounds$' -benchtime 200000x -cpu 1,2 -count 5 ./examples/seedbench/
+func BenchmarkDRBRRounds(b *testing.B) {
 	modes := []struct {
 		name string
 		cfg  iflib.Config
@@ -50,13 +51,13 @@ func BenchmarkSeed003Rounds(b *testing.B) {
 			res := make([]TxResult, len(modes))
 			b.ReportAllocs()
 			b.ResetTimer()
-			for k := range max(b.N/seed003RoundPkts, 1) {
+			for k := range max(b.N/drbrRoundPkts, 1) {
 				for j := range modes {
 					i := j
 					if k%2 == 1 {
 						i = len(modes) - 1 - j
 					}
-					res[i] = res[i].Plus(rigs[i].RunCount(n, seed003RoundPkts))
+					res[i] = res[i].Plus(rigs[i].RunCount(n, drbrRoundPkts))
 				}
 			}
 			b.StopTimer()
