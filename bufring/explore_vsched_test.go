@@ -5,15 +5,11 @@ package bufring
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/internal/shm"
 	"github.com/goiflib/goiflib/internal/vsched"
+	"github.com/goiflib/goiflib/internal/vsched/vschedtest"
 )
 
 // Interleaving exploration of Ring (multi- and single-consumer) and MPSC
@@ -172,58 +168,24 @@ var bufCases = []bufCase{
 	{name: "mpsc/3p/size4", kind: mpscRing, size: 4, producers: 3, items: 1, consumers: 1},
 }
 
-func bufEnvInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, name)
-	return n
-}
-
 // TestExploreExhaustive runs every schedule of each small case with at most
 // VSCHED_PREEMPTIONS (default 2) preemptions, capped at VSCHED_SCHEDULES
 // (default 100000, 0 for no cap).
 func TestExploreExhaustive(t *testing.T) {
-	bound := bufEnvInt(t, "VSCHED_PREEMPTIONS", 2)
-	limit := bufEnvInt(t, "VSCHED_SCHEDULES", 100000)
 	for _, c := range bufCases {
-		t.Run(c.name, func(t *testing.T) {
-			if replay := os.Getenv("VSCHED_REPLAY"); replay != "" {
-				pol, err := vsched.Replay(replay)
-				require.NoError(t, err)
-				_, err = vsched.Run(vsched.Config{MaxSteps: 100000, Trace: os.Stderr}, pol, c.setup)
-				require.NoError(t, err)
-				return
-			}
-			start := time.Now()
-			rep, err := vsched.Exhaustive(vsched.Config{MaxSteps: 100000}, bound, limit, c.setup)
-			require.NoError(t, err)
-			t.Logf("bufring %s: %d schedules (preemptions ≤ %d, complete=%v), %d steps, longest %d, in %v",
-				c.name, rep.Schedules, bound, rep.Complete, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
-		})
+		t.Run(c.name, func(t *testing.T) { vschedtest.Exhaustive(t, "bufring "+c.name, 2, c.setup) })
 	}
 }
 
 // TestExploreRandom runs VSCHED_RANDOM (default 1000) seeded random
 // schedules of larger cases.
 func TestExploreRandom(t *testing.T) {
-	n := bufEnvInt(t, "VSCHED_RANDOM", 1000)
-	seed := uint64(bufEnvInt(t, "VSCHED_SEED", 1))
 	for _, c := range []bufCase{
 		{name: "ring-mc/4p3c/size8", kind: ringMC, size: 8, producers: 4, items: 12, consumers: 3},
 		{name: "ring-sc/4p/size8", kind: ringSC, size: 8, producers: 4, items: 12, consumers: 1},
 		{name: "mpsc/4p/size8", kind: mpscRing, size: 8, producers: 4, items: 12, consumers: 1},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
-			rep, err := vsched.RandomSchedules(vsched.Config{MaxSteps: 1000000}, seed, n, 0.2, c.setup)
-			require.NoError(t, err)
-			t.Logf("bufring %s: %d random schedules (seeds %d..%d), %d steps, longest %d, in %v",
-				c.name, rep.Schedules, seed, seed+uint64(n)-1, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
-		})
+		t.Run(c.name, func(t *testing.T) { vschedtest.Random(t, "bufring "+c.name, 1000, c.setup) })
 	}
 }
 
@@ -324,37 +286,14 @@ func (c drbrCase) setup(s *vsched.Sim) func() error {
 // once, each sender's in order, never two goroutines in xmit, nothing
 // pending once every sender (and the owner's Restart) is done.
 func TestExploreDRBR(t *testing.T) {
-	bound := bufEnvInt(t, "VSCHED_PREEMPTIONS", 2)
-	limit := bufEnvInt(t, "VSCHED_SCHEDULES", 100000)
 	for _, c := range []drbrCase{
 		{name: "2x2/size2/mp1", size: 2, senders: 2, items: 2, maxProducers: 1},
 		{name: "3x1/size2/mp1", size: 2, senders: 3, items: 1, maxProducers: 1},
 		{name: "2x2/size4/mp2", size: 4, senders: 2, items: 2, maxProducers: 2},
 		{name: "2x2/size2/refuse", size: 2, senders: 2, items: 2, maxProducers: 1, refuseFirst: true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			if replay := os.Getenv("VSCHED_REPLAY"); replay != "" {
-				pol, err := vsched.Replay(replay)
-				require.NoError(t, err)
-				_, err = vsched.Run(vsched.Config{MaxSteps: 100000, Trace: os.Stderr}, pol, c.setup)
-				require.NoError(t, err)
-				return
-			}
-			start := time.Now()
-			rep, err := vsched.Exhaustive(vsched.Config{MaxSteps: 100000}, bound, limit, c.setup)
-			require.NoError(t, err)
-			t.Logf("bufring DRBR %s: %d schedules (preemptions ≤ %d, complete=%v), %d steps, longest %d, in %v",
-				c.name, rep.Schedules, bound, rep.Complete, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
-		})
+		t.Run(c.name, func(t *testing.T) { vschedtest.Exhaustive(t, "bufring DRBR "+c.name, 2, c.setup) })
 	}
 	c := drbrCase{name: "4x12/size8/mp1", size: 8, senders: 4, items: 12, maxProducers: 1}
-	t.Run(c.name+"/random", func(t *testing.T) {
-		n := bufEnvInt(t, "VSCHED_RANDOM", 1000)
-		seed := uint64(bufEnvInt(t, "VSCHED_SEED", 1))
-		start := time.Now()
-		rep, err := vsched.RandomSchedules(vsched.Config{MaxSteps: 1000000}, seed, n, 0.2, c.setup)
-		require.NoError(t, err)
-		t.Logf("bufring DRBR %s: %d random schedules (seeds %d..%d), %d steps, longest %d, in %v",
-			c.name, rep.Schedules, seed, seed+uint64(n)-1, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
-	})
+	t.Run(c.name+"/random", func(t *testing.T) { vschedtest.Random(t, "bufring DRBR "+c.name, 1000, c.setup) })
 }

@@ -5,15 +5,11 @@ package mpring
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/internal/shm"
 	"github.com/goiflib/goiflib/internal/vsched"
+	"github.com/goiflib/goiflib/internal/vsched/vschedtest"
 )
 
 // Interleaving exploration of the ring under the virtual scheduler
@@ -159,56 +155,22 @@ var exploreCases = []exploreCase{
 	{name: "2x2/size4/stall", size: 4, producers: 2, items: 2, budget: 1, perCall: 1, stallOnce: true},
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, name)
-	return n
-}
-
 // TestExploreExhaustive runs every schedule of each small case with at most
 // VSCHED_PREEMPTIONS (default 3) preemptions, capped at VSCHED_SCHEDULES
 // (default 100000, 0 for no cap) per case.
 func TestExploreExhaustive(t *testing.T) {
-	bound := envInt(t, "VSCHED_PREEMPTIONS", 3)
-	limit := envInt(t, "VSCHED_SCHEDULES", 100000)
 	for _, c := range exploreCases {
-		t.Run(c.name, func(t *testing.T) {
-			if replay := os.Getenv("VSCHED_REPLAY"); replay != "" {
-				pol, err := vsched.Replay(replay)
-				require.NoError(t, err)
-				_, err = vsched.Run(vsched.Config{MaxSteps: 100000, Trace: os.Stderr}, pol, c.setup)
-				require.NoError(t, err)
-				return
-			}
-			start := time.Now()
-			rep, err := vsched.Exhaustive(vsched.Config{MaxSteps: 100000}, bound, limit, c.setup)
-			require.NoError(t, err)
-			t.Logf("mpring %s: %d schedules (preemptions ≤ %d, complete=%v), %d steps, longest %d, in %v",
-				c.name, rep.Schedules, bound, rep.Complete, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
-		})
+		t.Run(c.name, func(t *testing.T) { vschedtest.Exhaustive(t, "mpring "+c.name, 3, c.setup) })
 	}
 }
 
 // TestExploreRandom runs VSCHED_RANDOM (default 2000) seeded random
 // schedules of a larger case: 4 producers of 16 items on a ring of 8 slots.
 func TestExploreRandom(t *testing.T) {
-	n := envInt(t, "VSCHED_RANDOM", 2000)
-	seed := uint64(envInt(t, "VSCHED_SEED", 1))
 	for _, c := range []exploreCase{
 		{name: "4x16/size8/budget4", size: 8, producers: 4, items: 16, budget: 4, perCall: 3},
 		{name: "4x16/size8/abdicate", size: 8, producers: 4, items: 16, budget: 4, perCall: 3, abdicate: true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
-			rep, err := vsched.RandomSchedules(vsched.Config{MaxSteps: 1000000}, seed, n, 0.2, c.setup)
-			require.NoError(t, err)
-			t.Logf("mpring %s: %d random schedules (seeds %d..%d), %d steps, longest %d, in %v",
-				c.name, rep.Schedules, seed, seed+uint64(n)-1, rep.Steps, rep.MaxSteps, time.Since(start).Round(time.Millisecond))
-		})
+		t.Run(c.name, func(t *testing.T) { vschedtest.Random(t, "mpring "+c.name, 2000, c.setup) })
 	}
 }
