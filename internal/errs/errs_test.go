@@ -21,15 +21,7 @@ import (
 // errors.As finds the one *ConfigError type naming the package and the
 // field, and the message names both.
 func TestOneClass(t *testing.T) {
-	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
-	require.NoError(t, err)
-	dev, err := busdma.NewDevice(space, busdma.DeviceConfig{Name: "t0"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = dev.Close() })
-	tag, err := busdma.NewTag(dev.Tag(), busdma.TagConfig{MaxSize: 2048, NSegments: 1, MaxSegSize: 2048})
-	require.NoError(t, err)
-	m, err := tag.CreateMap()
-	require.NoError(t, err)
+	space, dev, m := simMap(t)
 	topo, err := cpumap.Synthetic(cpumap.SyntheticConfig{Packages: 1, CoresPerPackage: 4, ThreadsPerCore: 1})
 	require.NoError(t, err)
 	nop := func(*mpring.Ring[int], int, int) int { return 0 }
@@ -135,6 +127,20 @@ func TestConfigErrorFormat(t *testing.T) {
 
 // TestHotPathNoAlloc: the load path's bad-argument errors are built once.
 func TestHotPathNoAlloc(t *testing.T) {
+	_, _, m := simMap(t)
+	var segs [2]busdma.Segment
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := m.Load(nil, segs[:0]); !errors.Is(err, busdma.ErrInvalid) {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+// simMap returns a device without a checker on a new sim space (closed at
+// cleanup) and a map of a one-segment 2 KiB tag: what a bad load needs.
+func simMap(t *testing.T) (*busdma.SimSpace, *busdma.Device, *busdma.Map) {
+	t.Helper()
 	space, err := busdma.NewSimSpace(busdma.SimConfig{Size: 1 << 20})
 	require.NoError(t, err)
 	dev, err := busdma.NewDevice(space, busdma.DeviceConfig{Name: "t0"})
@@ -144,11 +150,5 @@ func TestHotPathNoAlloc(t *testing.T) {
 	require.NoError(t, err)
 	m, err := tag.CreateMap()
 	require.NoError(t, err)
-	var segs [2]busdma.Segment
-	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := m.Load(nil, segs[:0]); !errors.Is(err, busdma.ErrInvalid) {
-			t.Fatal(err)
-		}
-	})
-	assert.Zero(t, allocs)
+	return space, dev, m
 }
