@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/goiflib/goiflib/internal/testutil"
 )
 
 // TestMPSCProducerParksAndIsWoken: a producer that finds the ring full
@@ -28,8 +30,7 @@ func TestMPSCProducerParksAndIsWoken(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- q.EnqueueWait(context.Background(), 99) }()
-			eventually(t, func() bool { return q.producerParks.Load() == 1 && q.space.Len() == 1 },
-				"the producer parks on the full ring")
+			testutil.Eventually(t, "the producer parks on the full ring", func() bool { return q.producerParks.Load() == 1 && q.space.Len() == 1 })
 			select {
 			case err := <-done:
 				require.FailNow(t, "EnqueueWait returned on a full ring", "err %v", err)
@@ -79,7 +80,7 @@ func TestMPSCParkedProducersAllWoken(t *testing.T) {
 					}
 				})
 			}
-			eventually(t, func() bool { return q.space.Len() == producers }, "every producer parks on the full ring")
+			testutil.Eventually(t, "every producer parks on the full ring", func() bool { return q.space.Len() == producers })
 			next := make([]int, producers)
 			for range 8 {
 				_, err := q.DequeueWait(context.Background())

@@ -15,20 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goiflib/goiflib/internal/race"
+	"github.com/goiflib/goiflib/internal/testutil"
 )
-
-// eventually yields until cond holds and fails the test if it does not
-// within 20 s (a lost wake-up shows as a condition that never comes true).
-func eventually(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) { // no testify call per poll: it would slow the loop
-			require.FailNow(t, "after 20 s: "+what)
-		}
-		runtime.Gosched()
-	}
-}
 
 // consumerState returns the scheduler state of the goroutine parked in
 // MPSC.park (the bracketed word of its runtime.Stack header, such as
@@ -67,8 +55,7 @@ func TestMPSCConsumerParksWhenIdle(t *testing.T) {
 			got <- v
 		}
 	}()
-	eventually(t, func() bool { return q.Parks() == 1 && consumerState() == "chan receive" },
-		"the idle consumer never blocked in park")
+	testutil.Eventually(t, "the idle consumer never blocked in park", func() bool { return q.Parks() == 1 && consumerState() == "chan receive" })
 	assert.Equal(t, uint32(1), q.sleeping.Load(), "a parked consumer has its flag up")
 	for range 20 { // let the scheduler run anything that would re-poll
 		runtime.Gosched()
@@ -83,7 +70,7 @@ func TestMPSCConsumerParksWhenIdle(t *testing.T) {
 	// flag again.
 	assert.Equal(t, uint32(0), q.sleeping.Load(), "the producer took the flag down")
 	assert.Equal(t, 7, <-got, "the item wakes it")
-	eventually(t, func() bool { return q.Parks() == 2 }, "the consumer parked again after the item")
+	testutil.Eventually(t, "the consumer parked again after the item", func() bool { return q.Parks() == 2 })
 	q.Close()
 	_, open := <-got
 	assert.False(t, open, "Close wakes the parked consumer with ErrClosed")
@@ -195,19 +182,17 @@ func TestMPSCStopStartStress(t *testing.T) {
 					}
 					waved := make(chan struct{})
 					go func() { wg.Wait(); close(waved) }()
-					eventually(t, func() bool {
+					testutil.Eventually(t, "wave "+strconv.Itoa(w)+": producers still blocked (the consumer missed a wake-up)", func() bool {
 						select {
 						case <-waved:
 							return true
 						default:
 							return false
 						}
-					}, "wave "+strconv.Itoa(w)+": producers still blocked (the consumer missed a wake-up)")
+					})
 					sent += producers * perWave
-					eventually(t, func() bool { return received.Load() == int64(sent) },
-						"wave "+strconv.Itoa(w)+": not every item arrived (lost wake-up, lost or stuck item)")
-					eventually(t, func() bool { return q.Parks() > parked },
-						"wave "+strconv.Itoa(w)+": the consumer never parked after the wave")
+					testutil.Eventually(t, "wave "+strconv.Itoa(w)+": not every item arrived (lost wake-up, lost or stuck item)", func() bool { return received.Load() == int64(sent) })
+					testutil.Eventually(t, "wave "+strconv.Itoa(w)+": the consumer never parked after the wave", func() bool { return q.Parks() > parked })
 				}
 				q.Close()
 				assert.ErrorIs(t, <-consumerDone, ErrClosed)
