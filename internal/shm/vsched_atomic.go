@@ -13,188 +13,76 @@ import (
 // instruction on amd64 (LOCK CMPXCHG, LOCK XADD, XCHG; And and Or a LOCK
 // CMPXCHG loop), so the cost model charges them alike.
 
-// Uint32 is atomic.Uint32 with every operation a scheduling point under
-// goiflib_vsched. The zero value is 0.
-type Uint32 struct{ v atomic.Uint32 }
+// atomicNumber is the method set sync/atomic's integer types share.
+type atomicNumber[T any] interface {
+	Load() T
+	Store(val T)
+	Swap(val T) (old T)
+	CompareAndSwap(old, new T) (swapped bool)
+	Add(delta T) (new T)
+	And(mask T) (old T)
+	Or(mask T) (old T)
+}
 
-// Load is atomic.Uint32.Load.
-func (x *Uint32) Load() uint32 {
+// Number is the sync/atomic integer type A (whose pointer P has the
+// methods) with every operation a scheduling point under goiflib_vsched.
+// Uint32, Uint64, Int32 and Int64 are its instances; the zero value is 0.
+type Number[T any, A any, P interface {
+	*A
+	atomicNumber[T]
+}] struct{ v A }
+
+type (
+	// Uint32 is atomic.Uint32, each operation a scheduling point.
+	Uint32 = Number[uint32, atomic.Uint32, *atomic.Uint32]
+	// Uint64 is atomic.Uint64, each operation a scheduling point.
+	Uint64 = Number[uint64, atomic.Uint64, *atomic.Uint64]
+	// Int32 is atomic.Int32, each operation a scheduling point.
+	Int32 = Number[int32, atomic.Int32, *atomic.Int32]
+	// Int64 is atomic.Int64, each operation a scheduling point.
+	Int64 = Number[int64, atomic.Int64, *atomic.Int64]
+)
+
+// Load is sync/atomic's Load.
+func (x *Number[T, A, P]) Load() T {
 	point(opLoad, unsafe.Pointer(x))
-	return x.v.Load()
+	return P(&x.v).Load()
 }
 
-// Store is atomic.Uint32.Store.
-func (x *Uint32) Store(val uint32) {
+// Store is sync/atomic's Store.
+func (x *Number[T, A, P]) Store(val T) {
 	point(opStore, unsafe.Pointer(x))
-	x.v.Store(val)
+	P(&x.v).Store(val)
 }
 
-// Swap is atomic.Uint32.Swap.
-func (x *Uint32) Swap(val uint32) (old uint32) {
+// Swap is sync/atomic's Swap.
+func (x *Number[T, A, P]) Swap(val T) (old T) {
 	point(opRMW, unsafe.Pointer(x))
-	return x.v.Swap(val)
+	return P(&x.v).Swap(val)
 }
 
-// CompareAndSwap is atomic.Uint32.CompareAndSwap.
-func (x *Uint32) CompareAndSwap(old, new uint32) (swapped bool) {
+// CompareAndSwap is sync/atomic's CompareAndSwap.
+func (x *Number[T, A, P]) CompareAndSwap(old, new T) (swapped bool) {
 	point(opRMW, unsafe.Pointer(x))
-	return x.v.CompareAndSwap(old, new)
+	return P(&x.v).CompareAndSwap(old, new)
 }
 
-// Add is atomic.Uint32.Add.
-func (x *Uint32) Add(delta uint32) (new uint32) {
+// Add is sync/atomic's Add.
+func (x *Number[T, A, P]) Add(delta T) (new T) {
 	point(opRMW, unsafe.Pointer(x))
-	return x.v.Add(delta)
+	return P(&x.v).Add(delta)
 }
 
-// And is atomic.Uint32.And.
-func (x *Uint32) And(mask uint32) (old uint32) {
+// And is sync/atomic's And.
+func (x *Number[T, A, P]) And(mask T) (old T) {
 	point(opRMW, unsafe.Pointer(x))
-	return x.v.And(mask)
+	return P(&x.v).And(mask)
 }
 
-// Or is atomic.Uint32.Or.
-func (x *Uint32) Or(mask uint32) (old uint32) {
+// Or is sync/atomic's Or.
+func (x *Number[T, A, P]) Or(mask T) (old T) {
 	point(opRMW, unsafe.Pointer(x))
-	return x.v.Or(mask)
-}
-
-// Uint64 is atomic.Uint64 with every operation a scheduling point under
-// goiflib_vsched. The zero value is 0.
-type Uint64 struct{ v atomic.Uint64 }
-
-// Load is atomic.Uint64.Load.
-func (x *Uint64) Load() uint64 {
-	point(opLoad, unsafe.Pointer(x))
-	return x.v.Load()
-}
-
-// Store is atomic.Uint64.Store.
-func (x *Uint64) Store(val uint64) {
-	point(opStore, unsafe.Pointer(x))
-	x.v.Store(val)
-}
-
-// Swap is atomic.Uint64.Swap.
-func (x *Uint64) Swap(val uint64) (old uint64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Swap(val)
-}
-
-// CompareAndSwap is atomic.Uint64.CompareAndSwap.
-func (x *Uint64) CompareAndSwap(old, new uint64) (swapped bool) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.CompareAndSwap(old, new)
-}
-
-// Add is atomic.Uint64.Add.
-func (x *Uint64) Add(delta uint64) (new uint64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Add(delta)
-}
-
-// And is atomic.Uint64.And.
-func (x *Uint64) And(mask uint64) (old uint64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.And(mask)
-}
-
-// Or is atomic.Uint64.Or.
-func (x *Uint64) Or(mask uint64) (old uint64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Or(mask)
-}
-
-// Int32 is atomic.Int32 with every operation a scheduling point under
-// goiflib_vsched. The zero value is 0.
-type Int32 struct{ v atomic.Int32 }
-
-// Load is atomic.Int32.Load.
-func (x *Int32) Load() int32 {
-	point(opLoad, unsafe.Pointer(x))
-	return x.v.Load()
-}
-
-// Store is atomic.Int32.Store.
-func (x *Int32) Store(val int32) {
-	point(opStore, unsafe.Pointer(x))
-	x.v.Store(val)
-}
-
-// Swap is atomic.Int32.Swap.
-func (x *Int32) Swap(val int32) (old int32) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Swap(val)
-}
-
-// CompareAndSwap is atomic.Int32.CompareAndSwap.
-func (x *Int32) CompareAndSwap(old, new int32) (swapped bool) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.CompareAndSwap(old, new)
-}
-
-// Add is atomic.Int32.Add.
-func (x *Int32) Add(delta int32) (new int32) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Add(delta)
-}
-
-// And is atomic.Int32.And.
-func (x *Int32) And(mask int32) (old int32) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.And(mask)
-}
-
-// Or is atomic.Int32.Or.
-func (x *Int32) Or(mask int32) (old int32) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Or(mask)
-}
-
-// Int64 is atomic.Int64 with every operation a scheduling point under
-// goiflib_vsched. The zero value is 0.
-type Int64 struct{ v atomic.Int64 }
-
-// Load is atomic.Int64.Load.
-func (x *Int64) Load() int64 {
-	point(opLoad, unsafe.Pointer(x))
-	return x.v.Load()
-}
-
-// Store is atomic.Int64.Store.
-func (x *Int64) Store(val int64) {
-	point(opStore, unsafe.Pointer(x))
-	x.v.Store(val)
-}
-
-// Swap is atomic.Int64.Swap.
-func (x *Int64) Swap(val int64) (old int64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Swap(val)
-}
-
-// CompareAndSwap is atomic.Int64.CompareAndSwap.
-func (x *Int64) CompareAndSwap(old, new int64) (swapped bool) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.CompareAndSwap(old, new)
-}
-
-// Add is atomic.Int64.Add.
-func (x *Int64) Add(delta int64) (new int64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Add(delta)
-}
-
-// And is atomic.Int64.And.
-func (x *Int64) And(mask int64) (old int64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.And(mask)
-}
-
-// Or is atomic.Int64.Or.
-func (x *Int64) Or(mask int64) (old int64) {
-	point(opRMW, unsafe.Pointer(x))
-	return x.v.Or(mask)
+	return P(&x.v).Or(mask)
 }
 
 // Bool is atomic.Bool with every operation a scheduling point under
